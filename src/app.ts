@@ -1,0 +1,90 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from './context.js';
+import { AppError } from './errors.js';
+import { registerApi } from './http/api.js';
+import { sendError, toAppError } from './http/envelope.js';
+import { migrationsCurrent } from './db/migrate.js';
+import { apiRoutes } from './routes.js';
+import { registerDocs } from './docs/routes.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ONE_MIB = 1024 * 1024;
+
+export interface BuildOptions {
+  logger?: boolean;
+}
+
+export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger:
+      opts.logger === false
+        ? false
+        : {
+            level: ctx.config.LOG_LEVEL,
+            redact: {
+              paths: [
+                'req.headers["x-api-key"]',
+                'req.headers.authorization',
+                'req.headers.cookie',
+                '*.secret',
+                '*.password',
+                '*.key',
+              ],
+              censor: '[redacted]',
+            },
+          },
+    bodyLimit: ONE_MIB,
+    trustProxy: ctx.config.TRUST_PROXY,
+    return503OnClosing: false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+
+  let closing = false;
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    if (closing) {
+      reply.header('Connection', 'close');
+      throw new AppError('service_unavailable', 'The server is restarting; retry shortly.');
+    }
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
+  // An empty body is "no body" (POST /send has none); anything else must be valid JSON.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, raw, done) => {
+    const text = String(raw);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(AppError.validation([{ path: 'body', message: 'malformed JSON' }], 400, 'Malformed JSON body.'), undefined);
+    }
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const appErr = toAppError(err);
+    if (appErr.status >= 500) request.log.error({ err }, 'request failed');
+    return sendError(reply, appErr);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const ready = await migrationsCurrent(ctx.sql).catch(() => false);
+    if (!ready) throw new AppError('service_unavailable', 'Database unreachable or migrations pending.');
+    return reply.send({ status: 'ready' });
+  });
+
+  registerApi(app, ctx, apiRoutes);
+  registerDocs(app, ctx, apiRoutes);
+  return app;
+}

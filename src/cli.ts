@@ -1,0 +1,123 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
+import { openDatabase } from './db/open.js';
+import { migrate } from './db/migrate.js';
+import { AppError } from './errors.js';
+import * as merchants from './merchants/service.js';
+import { setRate } from './rates/service.js';
+import { clock, dateInZone } from './clock.js';
+import { isCurrency } from './money.js';
+import type { Sql } from './db/client.js';
+
+const USAGE = `Usage: npm run --silent cli -- <command>
+
+  migrate
+  merchants create --name N --email E [--base-currency CLP] [--payment-provider sandbox]
+  merchants list
+  merchants set-provider --merchant ID --payment-provider sandbox|none
+  keys create --merchant ID --scopes LIST [--allow-ip CIDR]... [--rate-limit N]
+  keys list [--merchant ID]
+  keys revoke KEY_ID
+  rates set --merchant ID --currency USD --rate 950.25 [--date YYYY-MM-DD]
+
+Every command prints JSON.`;
+
+const options = {
+  name: { type: 'string' },
+  email: { type: 'string' },
+  'base-currency': { type: 'string' },
+  'payment-provider': { type: 'string' },
+  merchant: { type: 'string' },
+  scopes: { type: 'string' },
+  'allow-ip': { type: 'string', multiple: true },
+  'rate-limit': { type: 'string' },
+  currency: { type: 'string' },
+  rate: { type: 'string' },
+  date: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+function required(values: Values, name: keyof Values): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw AppError.validation([{ path: `--${name}`, message: 'is required' }]);
+  return v;
+}
+
+async function run(sql: Sql, [group, action, ...rest]: string[], values: Values): Promise<unknown> {
+  switch (`${group} ${action ?? ''}`.trim()) {
+    case 'migrate':
+      return { applied: await migrate(sql) };
+    case 'merchants create':
+      return sql.begin((tx) =>
+        merchants.createMerchant(tx, {
+          name: required(values, 'name'),
+          email: required(values, 'email'),
+          base_currency: (values['base-currency'] ?? 'CLP') as 'CLP',
+          payment_provider: (values['payment-provider'] ?? null) as 'sandbox' | null,
+        }),
+      );
+    case 'merchants list':
+      return merchants.listMerchants(sql);
+    case 'merchants set-provider': {
+      const provider = required(values, 'payment-provider');
+      return merchants.setPaymentProvider(sql, required(values, 'merchant'), provider === 'none' ? null : provider);
+    }
+    case 'keys create':
+      return merchants.createApiKey(sql, {
+        merchant_id: required(values, 'merchant'),
+        scopes: required(values, 'scopes').split(',').map((s) => s.trim()).filter(Boolean) as ['*'],
+        allowed_ips: values['allow-ip'] ?? [],
+        rate_limit: values['rate-limit'] === undefined ? null : Number(values['rate-limit']),
+      });
+    case 'keys list':
+      return merchants.listApiKeys(sql, values.merchant);
+    case 'keys revoke': {
+      const id = rest[0];
+      if (!id) throw AppError.validation([{ path: 'KEY_ID', message: 'is required' }]);
+      return merchants.revokeApiKey(sql, id);
+    }
+    case 'rates set': {
+      const merchantId = required(values, 'merchant');
+      const currency = required(values, 'currency').toUpperCase();
+      const rate = required(values, 'rate');
+      if (!isCurrency(currency)) throw AppError.validation([{ path: '--currency', message: 'not a supported currency' }]);
+      if (!/^\d+(\.\d+)?$/.test(rate) || Number(rate) <= 0) throw AppError.validation([{ path: '--rate', message: 'must be a positive decimal' }]);
+      const merchant = (await merchants.listMerchants(sql)).find((m) => m.id === merchantId);
+      if (!merchant) throw AppError.validation([{ path: '--merchant', message: 'no such merchant' }]);
+      const date = values.date ?? dateInZone(clock.now(), merchant.timezone);
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw AppError.validation([{ path: '--date', message: 'must be YYYY-MM-DD' }]);
+      await setRate(sql, merchantId, currency, date, rate);
+      return { merchant_id: merchantId, currency, date, rate };
+    }
+    default:
+      throw AppError.validation([{ path: 'command', message: `unknown command "${[group, action].filter(Boolean).join(' ')}"` }], 400, USAGE);
+  }
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: true });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(`${USAGE}\n`);
+    return values.help ? 0 : 1;
+  }
+  const db = await openDatabase(loadConfig(), 'invoicing-cli');
+  try {
+    if (positionals[0] !== 'migrate') await migrate(db.sql);
+    const out = await run(db.sql, positionals, values);
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const e = err instanceof AppError ? { code: err.code, message: err.message, details: err.details } : { code: 'error', message: (err as Error).message };
+    process.stderr.write(`${JSON.stringify({ error: e }, null, 2)}\n`);
+    process.exit(1);
+  },
+);

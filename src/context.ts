@@ -1,0 +1,10 @@
+import type { Config } from './config.js';
+import type { Sql } from './db/client.js';
+import type { ApiKeyStore } from './http/auth.js';
+
+/** What every layer is handed: configuration and the database; nothing global. */
+export interface AppContext {
+  config: Config;
+  sql: Sql;
+  keys: ApiKeyStore;
+}

@@ -1,0 +1,58 @@
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+export type Tx = postgres.TransactionSql<Record<string, never>>;
+/** Anything that runs a query: the pool or an open transaction. */
+export type Queryable = Sql | Tx;
+
+export interface DbOptions {
+  max?: number;
+  /** Seconds to wait for a connection before failing the query (→ 503). */
+  connectTimeout?: number;
+  application?: string;
+}
+
+export function createSql(url: string, opts: DbOptions = {}): Sql {
+  return postgres(url, {
+    max: opts.max ?? 10,
+    connect_timeout: opts.connectTimeout ?? 4,
+    idle_timeout: 60,
+    max_lifetime: 60 * 30,
+    onnotice: () => {},
+    // numeric and dates stay strings: money goes through bignumber.js, dates stay calendar dates.
+    types: {
+      numeric: { to: 1700, from: [1700], serialize: (v: string) => String(v), parse: (v: string) => v },
+      date: { to: 1082, from: [1082], serialize: (v: string) => v, parse: (v: string) => v },
+    } as never,
+    connection: { application_name: opts.application ?? 'invoicing' },
+  }) as unknown as Sql;
+}
+
+/** True for errors that mean "the database cannot be reached right now". */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const e = err as { code?: string; errno?: string };
+  const code = e.code ?? e.errno ?? '';
+  return (
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENOTFOUND',
+      'EPIPE',
+      'CONNECT_TIMEOUT',
+      'CONNECTION_CLOSED',
+      'CONNECTION_ENDED',
+      'CONNECTION_DESTROYED',
+      '57P01', // admin_shutdown
+      '57P02', // crash_shutdown
+      '57P03', // cannot_connect_now (starting up / shutting down)
+      '08000',
+      '08003',
+      '08006',
+      '08001',
+      '08004',
+    ].includes(code)
+  );
+}

@@ -1,0 +1,151 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+import type { AppContext } from '../context.js';
+import { type AuthContext, ipAllowed } from './auth.js';
+import { hitRateLimit, secondsUntilReset, type RateLimitState } from './rate-limit.js';
+import { claimKey, completeKey, releaseKey, requestHash } from './idempotency.js';
+import { parseOrThrow } from './validation.js';
+import { hasScope } from './scopes.js';
+import { sendError, toAppError, envelope } from './envelope.js';
+import type { RouteDef, RouteResult } from './route.js';
+
+export { API_PREFIX as API_BASE } from './urls.js';
+import { API_PREFIX as API_BASE } from './urls.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth?: AuthContext;
+  }
+  interface FastifyContextConfig {
+    routeDef?: RouteDef;
+  }
+}
+
+function setRateHeaders(reply: FastifyReply, state: RateLimitState): void {
+  reply.header('X-RateLimit-Limit', String(state.limit));
+  reply.header('X-RateLimit-Remaining', String(state.remaining));
+  reply.header('X-RateLimit-Reset', String(state.reset));
+}
+
+function rateLimitedError(state: RateLimitState): AppError {
+  const wait = secondsUntilReset(state);
+  return new AppError('rate_limited', `Rate limit of ${state.limit} requests per minute exceeded.`, { retry: `after_seconds:${wait}` });
+}
+
+/**
+ * Checks in the order the decisions fix: key (401) → address (403) → rate limit (429) → scope (403).
+ * Requests with no valid key are counted per client address, so they carry the headers too.
+ */
+async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, def: RouteDef | undefined): Promise<void> {
+  const defaultLimit = ctx.config.RATE_LIMIT_PER_MINUTE;
+  const header = request.headers['x-api-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  const byAddress = async (err: AppError): Promise<never> => {
+    const state = await hitRateLimit(ctx.sql, `ip:${request.ip}`, defaultLimit);
+    setRateHeaders(reply, state);
+    throw state.exceeded ? rateLimitedError(state) : err;
+  };
+  if (!def) return void (await byAddress(new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)));
+  if (!key) return byAddress(new AppError('missing_api_key', 'Send your API key in the X-API-Key header.'));
+  const auth = key.length <= 200 ? await ctx.keys.lookup(key) : null;
+  if (!auth) return byAddress(new AppError('invalid_api_key', 'The API key is not valid or has been revoked.'));
+  if (!ipAllowed(auth.allowedIps, request.ip)) {
+    return byAddress(new AppError('ip_not_allowed', `Requests from ${request.ip} are not allowed for this key.`));
+  }
+  const state = await hitRateLimit(ctx.sql, `key:${auth.keyId}`, auth.rateLimit ?? defaultLimit);
+  setRateHeaders(reply, state);
+  if (state.exceeded) throw rateLimitedError(state);
+  if (def.scope && !hasScope(auth.scopes, def.scope)) {
+    throw new AppError('insufficient_scope', `This key lacks the scope ${def.scope}.`, { details: { required_scope: def.scope } });
+  }
+  request.auth = auth;
+}
+
+function serialize(result: RouteResult): string {
+  return result.status === 204 ? '' : JSON.stringify(result.body);
+}
+
+function send(reply: FastifyReply, status: number, body: string, headers?: Record<string, string>): FastifyReply {
+  if (headers) reply.headers(headers);
+  if (status === 204) return reply.code(204).send();
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const auth = request.auth!;
+  const params = def.params ? parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400) : {};
+  const query = def.query ? parseOrThrow(def.query, request.query ?? {}) : {};
+  const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
+  const input = { params, query, body, auth, ctx };
+
+  if (def.method === 'GET') {
+    const result = await def.handler({ ...input, db: ctx.sql });
+    return send(reply, result.status, serialize(result), result.headers);
+  }
+
+  const idemHeader = request.headers['idempotency-key'];
+  const idemKey = def.idempotent ? (Array.isArray(idemHeader) ? idemHeader[0] : idemHeader) : undefined;
+  if (idemKey === undefined) {
+    const result = await ctx.sql.begin((tx) => def.handler({ ...input, db: tx }));
+    return send(reply, result.status, serialize(result), result.headers);
+  }
+
+  if (idemKey.length < 1 || idemKey.length > 255) {
+    throw AppError.validation([{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
+  }
+  const merchantId = auth.merchant.id;
+  const route = `${def.method} ${request.url.split('?')[0]}`;
+  const claim = await claimKey(ctx.sql, merchantId, route, idemKey, requestHash(request.body));
+  switch (claim.kind) {
+    case 'in_progress':
+      throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed.');
+    case 'mismatch':
+      throw AppError.validation(
+        [{ path: 'Idempotency-Key', message: 'was already used with a different request body' }],
+        422,
+        'This Idempotency-Key was already used with a different request body.',
+      );
+    case 'replay':
+      reply.header('Idempotent-Replayed', 'true');
+      return send(reply, claim.status, claim.body);
+  }
+  try {
+    let serialized = '';
+    const result = await ctx.sql.begin(async (tx) => {
+      const r = await def.handler({ ...input, db: tx });
+      serialized = serialize(r);
+      await completeKey(tx, merchantId, route, idemKey, r.status, serialized);
+      return r;
+    });
+    return send(reply, result.status, serialized, result.headers);
+  } catch (err) {
+    const appErr = toAppError(err);
+    // A request that began executing and ended in "not found" or "conflict" has an answer worth
+    // replaying; anything else leaves the key free for a corrected retry.
+    if (appErr.status === 404 || appErr.status === 409) {
+      const body = JSON.stringify(envelope(appErr, request));
+      await completeKey(ctx.sql, merchantId, route, idemKey, appErr.status, body);
+      return sendError(reply, appErr);
+    }
+    await releaseKey(ctx.sql, merchantId, route, idemKey).catch(() => {});
+    throw appErr;
+  }
+}
+
+/** Registers the external API's routes with auth, scopes, rate limit, validation and idempotency. */
+export function registerApi(app: FastifyInstance, ctx: AppContext, routes: RouteDef[]): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    if (!path.startsWith(`${API_BASE}/`) && path !== API_BASE) return;
+    if (path.startsWith(`${API_BASE}/docs`)) return;
+    await authenticate(ctx, request, reply, request.routeOptions.config.routeDef);
+  });
+  for (const def of routes) {
+    app.route({
+      method: def.method,
+      url: API_BASE + def.path,
+      config: { routeDef: def },
+      handler: (request, reply) => runRoute(ctx, def, request, reply),
+    });
+  }
+}

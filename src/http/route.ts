@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import type { ErrorCode } from '../errors.js';
+import type { Scope } from './scopes.js';
+import type { AuthContext } from './auth.js';
+import type { AppContext } from '../context.js';
+import type { Queryable, Tx } from '../db/client.js';
+
+export interface RouteResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface HandlerInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  auth: AuthContext;
+  ctx: AppContext;
+  /** A transaction for routes that change data (method ≠ GET); the pool for reads. */
+  db: Queryable;
+}
+
+/**
+ * One description of a route: it validates requests, checks scope, and feeds the OpenAPI
+ * document and llms.txt, so the docs cannot drift from what is enforced.
+ */
+export interface RouteDef<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Fastify-style path relative to the API base, e.g. `/invoices/:invoice_id`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** null: any valid key. */
+  scope: Scope | null;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Status for a malformed path id: the spec says 400 on most resources, 422 on webhooks. */
+  malformedIdStatus?: 400 | 422;
+  idempotent?: boolean;
+  response: { status: number; description: string; schema?: z.ZodType };
+  errors: ErrorCode[];
+  /** For llms.txt's curl example. */
+  example?: { body?: unknown; query?: string; params?: Record<string, string> };
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<RouteResult>;
+}
+
+export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  def: RouteDef<P, Q, B>,
+): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+export type { Tx };

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+
+export const uuid = z.uuid({ message: 'must be a UUID' });
+
+export const pagingQuery = {
+  limit: z.coerce.number({ message: 'must be an integer' }).int('must be an integer').min(1).max(100).default(50),
+  offset: z.coerce.number({ message: 'must be an integer' }).int('must be an integer').min(0).default(0),
+};
+
+export const timestamp = z.string().meta({ format: 'date-time', example: '2026-11-22T03:16:13.123Z' });
+
+export const link = z.object({
+  href: z.string(),
+  method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).optional(),
+  rel: z.string().optional(),
+  title: z.string().optional(),
+});
+
+export function listOf<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), limit: z.number().int(), offset: z.number().int(), has_more: z.boolean() });
+}
+
+/** Fetch one more row than asked to learn whether another page exists. */
+export function page<T>(rows: T[], limit: number, offset: number): { data: T[]; limit: number; offset: number; has_more: boolean } {
+  return { data: rows.slice(0, limit), limit, offset, has_more: rows.length > limit };
+}
+
+/** RFC 3339 UTC with milliseconds. */
+export function iso(d: Date | null | undefined): string | null {
+  return d ? d.toISOString() : null;
+}

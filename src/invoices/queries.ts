@@ -1,0 +1,173 @@
+import type { Queryable } from '../db/client.js';
+import type { InvoiceStatus } from './schemas.js';
+
+export interface InvoiceItemRow {
+  id: string;
+  product_id: string | null;
+  description: string;
+  quantity: string;
+  unit_price: string;
+  line_total: string;
+}
+
+export interface InvoiceRow {
+  id: string;
+  merchant_id: string;
+  client_id: string;
+  client_name: string;
+  client_email: string;
+  client_rut: string | null;
+  client_phone: string | null;
+  client_address: string | null;
+  invoice_number: string | null;
+  external_reference: string | null;
+  status: InvoiceStatus;
+  currency: string;
+  exchange_rate: string | null;
+  base_currency: string | null;
+  issue_date: string;
+  due_date: string;
+  is_tax_exempt: boolean;
+  tax_inclusive: boolean;
+  tax_rate: string;
+  subtotal: string;
+  tax_total: string;
+  total: string;
+  amount_paid: string;
+  public_token: string;
+  locale: 'es' | 'en';
+  sent_at: Date | null;
+  paid_at: Date | null;
+  cancelled_at: Date | null;
+  cancel_reason: string | null;
+  last_viewed_at: Date | null;
+  reminders_sent: number;
+  payment_provider: string | null;
+  payment_transaction_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
+
+export type NewInvoice = Omit<
+  InvoiceRow,
+  | 'invoice_number'
+  | 'amount_paid'
+  | 'sent_at'
+  | 'paid_at'
+  | 'cancelled_at'
+  | 'cancel_reason'
+  | 'last_viewed_at'
+  | 'reminders_sent'
+  | 'payment_provider'
+  | 'payment_transaction_id'
+  | 'updated_at'
+>;
+
+export async function insertInvoice(db: Queryable, inv: NewInvoice, items: (InvoiceItemRow & { position: number })[]): Promise<InvoiceRow> {
+  const [row] = await db<InvoiceRow[]>`
+    INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, client_phone, client_address,
+                          external_reference, status, currency, exchange_rate, base_currency, issue_date, due_date,
+                          is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale,
+                          created_at, updated_at)
+    VALUES (${inv.id}, ${inv.merchant_id}, ${inv.client_id}, ${inv.client_name}, ${inv.client_email}, ${inv.client_rut},
+            ${inv.client_phone}, ${inv.client_address}, ${inv.external_reference}, ${inv.status}, ${inv.currency},
+            ${inv.exchange_rate}::numeric, ${inv.base_currency}, ${inv.issue_date}::date, ${inv.due_date}::date,
+            ${inv.is_tax_exempt}, ${inv.tax_inclusive}, ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric,
+            ${inv.tax_total}::numeric, ${inv.total}::numeric, ${inv.public_token}, ${inv.locale},
+            ${inv.created_at}, ${inv.created_at})
+    RETURNING *`;
+  await db`
+    INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
+    SELECT unnest(${items.map((i) => i.id)}::uuid[]), ${inv.id}, unnest(${items.map((i) => i.position)}::int[]),
+           unnest(${items.map((i) => i.product_id)}::text[]), unnest(${items.map((i) => i.description)}::text[]),
+           unnest(${items.map((i) => i.quantity)}::numeric[]), unnest(${items.map((i) => i.unit_price)}::numeric[]),
+           unnest(${items.map((i) => i.line_total)}::numeric[])`;
+  return row!;
+}
+
+// Items come back in the same statement, as text so no amount passes through a float.
+const itemsJson = (db: Queryable) => db`
+  coalesce((SELECT json_agg(json_build_object(
+      'id', it.id, 'product_id', it.product_id, 'description', it.description,
+      'quantity', it.quantity::text, 'unit_price', it.unit_price::text, 'line_total', it.line_total::text)
+      ORDER BY it.position)
+    FROM invoice_items it WHERE it.invoice_id = i.id), '[]'::json) AS items`;
+
+export async function getInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    SELECT i.*, ${itemsJson(db)} FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
+  return rows[0] ?? null;
+}
+
+export async function getInvoiceRow(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`SELECT * FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  return rows[0] ?? null;
+}
+
+export interface InvoiceFilters {
+  status?: InvoiceStatus;
+  client_id?: string;
+  external_reference?: string;
+  updated_since?: string;
+}
+
+export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<InvoiceWithItems[]> {
+  return db<InvoiceWithItems[]>`
+    SELECT i.*, ${itemsJson(db)} FROM invoices i
+     WHERE i.merchant_id = ${merchantId}
+       ${f.status ? db`AND i.status = ${f.status}` : db``}
+       ${f.client_id ? db`AND i.client_id = ${f.client_id}` : db``}
+       ${f.external_reference !== undefined ? db`AND i.external_reference = ${f.external_reference}` : db``}
+       ${f.updated_since ? db`AND i.updated_at >= ${f.updated_since}::timestamptz` : db``}
+     ORDER BY i.created_at DESC, i.id DESC
+     LIMIT ${limit} OFFSET ${offset}`;
+}
+
+/**
+ * draft → sent with the next gapless number, in one statement: the counter row is locked for the
+ * rest of the transaction, so numbers are consecutive and never skipped. Null when not a draft.
+ */
+export async function markSent(db: Queryable, merchantId: string, id: string, prefix: string, now: Date, locale?: string): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    WITH target AS (
+      SELECT id FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} AND status = 'draft' FOR UPDATE
+    ), counter AS (
+      UPDATE invoice_counters SET last_number = last_number + 1
+       WHERE merchant_id = ${merchantId} AND EXISTS (SELECT 1 FROM target)
+      RETURNING last_number
+    )
+    UPDATE invoices i
+       SET status = 'sent',
+           invoice_number = ${prefix} || CASE WHEN counter.last_number < 1000000
+                                              THEN lpad(counter.last_number::text, 6, '0')
+                                              ELSE counter.last_number::text END,
+           sent_at = ${now}, updated_at = ${now},
+           locale = coalesce(${locale ?? null}, i.locale)
+      FROM counter
+     WHERE i.id = ${id}
+    RETURNING i.*`;
+  return rows[0] ?? null;
+}
+
+export async function invoiceStatus(db: Queryable, merchantId: string, id: string): Promise<InvoiceStatus | null> {
+  const rows = await db<{ status: InvoiceStatus }[]>`SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  return rows[0]?.status ?? null;
+}
+
+export async function findRate(db: Queryable, merchantId: string, currency: string, onOrBefore: string): Promise<string | null> {
+  const rows = await db<{ rate: string }[]>`
+    SELECT rate::text AS rate FROM exchange_rates
+     WHERE merchant_id = ${merchantId} AND currency = ${currency}
+       AND rate_date BETWEEN ${onOrBefore}::date - 7 AND ${onOrBefore}::date
+     ORDER BY rate_date DESC LIMIT 1`;
+  return rows[0]?.rate ?? null;
+}
+
+export async function upsertRate(db: Queryable, merchantId: string, currency: string, date: string, rate: string): Promise<void> {
+  await db`
+    INSERT INTO exchange_rates (merchant_id, currency, rate_date, rate)
+    VALUES (${merchantId}, ${currency}, ${date}::date, ${rate}::numeric)
+    ON CONFLICT (merchant_id, currency, rate_date) DO UPDATE SET rate = EXCLUDED.rate`;
+}

@@ -1,0 +1,111 @@
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import type { Queryable } from '../db/client.js';
+import { AppError } from '../errors.js';
+import { clock } from '../clock.js';
+import { newId, randomBase62 } from '../ids.js';
+import { iso } from '../http/schemas.js';
+import { hashApiKey } from '../http/auth.js';
+import { scopes } from '../http/scopes.js';
+import { currencies } from '../money.js';
+import { parseOrThrow } from '../http/validation.js';
+import * as q from './queries.js';
+
+export const paymentProviders = ['sandbox'] as const;
+
+const cidr = z.string().refine((v) => {
+  const [addr, bits, extra] = v.split('/');
+  if (extra !== undefined || !addr) return false;
+  const family = isIP(addr);
+  if (!family) return false;
+  if (bits === undefined) return true;
+  return /^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}, 'must be an IP address or CIDR range');
+
+export const createMerchantInput = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  email: z.email().max(254),
+  base_currency: z.enum(Object.keys(currencies) as [keyof typeof currencies]).default('CLP'),
+  payment_provider: z.enum(paymentProviders).nullable().default(null),
+});
+
+export const createKeyInput = z.strictObject({
+  merchant_id: z.uuid(),
+  scopes: z.array(z.enum(scopes)).min(1, 'at least one scope'),
+  allowed_ips: z.array(cidr).default([]),
+  rate_limit: z.number().int().positive().nullable().default(null),
+});
+
+export function merchantView(m: q.MerchantRow) {
+  return {
+    id: m.id,
+    name: m.name,
+    email: m.email,
+    base_currency: m.base_currency,
+    default_tax_rate: m.default_tax_rate,
+    default_locale: m.default_locale,
+    timezone: m.timezone,
+    invoice_prefix: m.invoice_prefix,
+    payment_provider: m.payment_provider,
+    created_at: iso(m.created_at),
+  };
+}
+
+export function keyView(k: q.ApiKeyRow) {
+  return {
+    id: k.id,
+    merchant_id: k.merchant_id,
+    prefix: k.prefix,
+    scopes: k.scopes,
+    allowed_ips: k.allowed_ips,
+    rate_limit: k.rate_limit,
+    created_at: iso(k.created_at),
+    revoked_at: iso(k.revoked_at),
+  };
+}
+
+export async function createMerchant(db: Queryable, input: z.input<typeof createMerchantInput>) {
+  const m = parseOrThrow(createMerchantInput, input);
+  const row = await q.insertMerchant(db, { id: newId(), ...m, created_at: clock.now() });
+  return merchantView(row);
+}
+
+export async function listMerchants(db: Queryable) {
+  return (await q.listMerchants(db)).map(merchantView);
+}
+
+export async function setPaymentProvider(db: Queryable, merchantId: string, provider: string | null) {
+  const parsed = parseOrThrow(z.enum(paymentProviders).nullable(), provider, 422, 'payment_provider');
+  const row = await q.setPaymentProvider(db, merchantId, parsed, clock.now());
+  if (!row) throw AppError.validation([{ path: 'merchant_id', message: 'no such merchant' }]);
+  return merchantView(row);
+}
+
+/** Creates a key and returns it in full: the only time it is ever shown. */
+export async function createApiKey(db: Queryable, input: z.input<typeof createKeyInput>) {
+  const k = parseOrThrow(createKeyInput, input);
+  if (!(await q.getMerchant(db, k.merchant_id))) throw AppError.validation([{ path: 'merchant_id', message: 'no such merchant' }]);
+  const key = `ik_live_${randomBase62(32)}`;
+  const row = await q.insertApiKey(db, {
+    id: newId(),
+    merchant_id: k.merchant_id,
+    prefix: key.slice(0, 12),
+    hash: hashApiKey(key),
+    scopes: k.scopes,
+    allowed_ips: k.allowed_ips,
+    rate_limit: k.rate_limit,
+    created_at: clock.now(),
+  });
+  return { ...keyView(row), key };
+}
+
+export async function listApiKeys(db: Queryable, merchantId?: string) {
+  return (await q.listApiKeys(db, merchantId)).map(keyView);
+}
+
+export async function revokeApiKey(db: Queryable, keyId: string) {
+  const parsedId = parseOrThrow(z.uuid(), keyId, 422, 'key_id');
+  const row = await q.revokeApiKey(db, parsedId, clock.now());
+  if (!row) throw AppError.validation([{ path: 'key_id', message: 'no such key' }]);
+  return keyView(row);
+}

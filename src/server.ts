@@ -1,0 +1,58 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from './config.js';
+import { openDatabase, type Database } from './db/open.js';
+import { buildApp } from './app.js';
+import { ApiKeyStore } from './http/auth.js';
+import type { AppContext } from './context.js';
+
+// Heroku gives a dyno 30 s between SIGTERM and SIGKILL; finish well inside it.
+export const SHUTDOWN_GRACE_MS = 25_000;
+
+export function createContext(config: Config, db: Database): AppContext {
+  return { config, sql: db.sql, keys: new ApiKeyStore(db.sql) };
+}
+
+export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {
+  const app = await buildApp(ctx);
+  await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
+  return app;
+}
+
+/** Runs `close` once on SIGTERM/SIGINT, and exits when it finishes or the grace period ends. */
+export function onShutdown(close: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`${signal}: shutting down\n`);
+    const timer = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS);
+    timer.unref();
+    close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const db = await openDatabase(config, 'invoicing-web');
+  const app = await startWeb(createContext(config, db));
+  onShutdown(async () => {
+    await app.close();
+    await db.close();
+  });
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
