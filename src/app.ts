@@ -7,6 +7,7 @@ import { sendError, toAppError } from './http/envelope.js';
 import { migrationsCurrent } from './db/migrate.js';
 import { apiRoutes } from './routes.js';
 import { registerDocs } from './docs/routes.js';
+import { registerPublicPages } from './public/routes.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
@@ -43,6 +44,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Errors the router raises before any hook runs (bad percent-encoding, an over-long path
+    // parameter) get the one envelope too (decisions §13).
+    frameworkErrors: (err, request, reply) => {
+      reply.header('X-Request-Id', request.id);
+      return sendError(reply, toAppError(err));
+    },
   });
 
   let closing = false;
@@ -86,5 +93,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   registerApi(app, ctx, apiRoutes);
   registerDocs(app, ctx, apiRoutes);
+  registerPublicPages(app, ctx);
   return app;
 }

@@ -1,18 +1,22 @@
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
-import { createContext, onShutdown, startWeb } from './server.js';
+import { closeContext, createContext, onShutdown, startWeb } from './server.js';
+import { startWorker } from '../jobs/worker.js';
 
-/** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web. */
+/** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web and worker. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing');
   await migrate(db.sql);
-  const ctx = createContext(config, db);
+  const ctx = await createContext(config, db);
+  const worker = await startWorker(config, db.sql);
   const app = await startWeb(ctx);
-  app.log.info({ url: config.publicBaseUrl, embeddedDatabase: db.embedded }, 'invoicing API ready');
+  app.log.info({ url: config.publicBaseUrl, embeddedDatabase: db.embedded, outbox: config.SMTP_URL ? null : `${config.DATA_DIR}/outbox` }, 'invoicing API ready');
   onShutdown(async () => {
     await app.close();
+    await worker.stop();
+    await closeContext(ctx);
     await db.close();
   });
 }

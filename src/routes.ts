@@ -1,6 +1,10 @@
 import type { RouteDef } from './http/route.js';
 import { clientRoutes } from './clients/routes.js';
 import { invoiceRoutes } from './invoices/routes.js';
+import { lifecycleRoutes } from './invoices/lifecycle-routes.js';
+import { meRoutes } from './me/routes.js';
+import { paymentRoutes } from './payments/routes.js';
+import { pdfRoutes } from './pdf/routes.js';
 
 /** Every external API route; the docs are generated from this same list. */
-export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...clientRoutes];
+export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...clientRoutes, ...meRoutes, ...paymentRoutes];

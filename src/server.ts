@@ -5,12 +5,21 @@ import { openDatabase, type Database } from './db/open.js';
 import { buildApp } from './app.js';
 import { ApiKeyStore } from './http/auth.js';
 import type { AppContext } from './context.js';
+import { createBoss } from './jobs/boss.js';
 
 // Heroku gives a dyno 30 s between SIGTERM and SIGKILL; finish well inside it.
 export const SHUTDOWN_GRACE_MS = 25_000;
 
-export function createContext(config: Config, db: Database): AppContext {
-  return { config, sql: db.sql, keys: new ApiKeyStore(db.sql) };
+/** The web side's context: a pg-boss handle that only sends (no workers, no timers). */
+export async function createContext(config: Config, db: Database): Promise<AppContext> {
+  const boss = createBoss(db.sql, { worker: false });
+  boss.on('error', (err) => process.stderr.write(`pg-boss: ${String(err)}\n`));
+  await boss.start();
+  return { config, sql: db.sql, keys: new ApiKeyStore(db.sql), boss };
+}
+
+export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.boss.stop({ graceful: false, close: false, wait: true });
 }
 
 export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {
@@ -43,9 +52,11 @@ export function onShutdown(close: () => Promise<void>): void {
 async function main(): Promise<void> {
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing-web');
-  const app = await startWeb(createContext(config, db));
+  const ctx = await createContext(config, db);
+  const app = await startWeb(ctx);
   onShutdown(async () => {
     await app.close();
+    await closeContext(ctx);
     await db.close();
   });
 }

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { Sql } from './client.js';
+import { sqlDir as SQL_DIR } from '../paths.js';
+import { migrateQueues } from '../jobs/boss.js';
 
-const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
 // Any constant works; it only has to be the same for every process that migrates.
 const MIGRATION_LOCK = 727_001;
 
@@ -25,6 +25,7 @@ export async function migrate(sql: Sql): Promise<string[]> {
       applied.push(file);
     }
   });
+  await migrateQueues(sql);
   return applied;
 }
 

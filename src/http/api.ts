@@ -74,12 +74,19 @@ function send(reply: FastifyReply, status: number, body: string, headers?: Recor
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const auth = request.auth!;
   const params = def.params ? parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400) : {};
+  // Fastify parses text/plain by itself; the API takes JSON only (415, decisions §14).
+  if (request.body !== undefined && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+    throw AppError.validation([{ path: 'body', message: 'Content-Type must be application/json' }], 415, 'Content-Type must be application/json.');
+  }
   const query = def.query ? parseOrThrow(def.query, request.query ?? {}) : {};
   const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
   const input = { params, query, body, auth, ctx };
 
   if (def.method === 'GET') {
     const result = await def.handler({ ...input, db: ctx.sql });
+    if (Buffer.isBuffer(result.body)) {
+      return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
+    }
     return send(reply, result.status, serialize(result), result.headers);
   }
 
@@ -125,7 +132,8 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     if (appErr.status === 404 || appErr.status === 409) {
       const body = JSON.stringify(envelope(appErr, request));
       await completeKey(ctx.sql, merchantId, route, idemKey, appErr.status, body);
-      return sendError(reply, appErr);
+      // The stored bytes themselves, so that a replay is byte-identical to this first answer.
+      return send(reply, appErr.status, body);
     }
     await releaseKey(ctx.sql, merchantId, route, idemKey).catch(() => {});
     throw appErr;
@@ -137,8 +145,14 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     if (!path.startsWith(`${API_BASE}/`) && path !== API_BASE) return;
-    if (path.startsWith(`${API_BASE}/docs`)) return;
-    await authenticate(ctx, request, reply, request.routeOptions.config.routeDef);
+    const def = request.routeOptions.config.routeDef;
+    // The reference (a route of its own with no RouteDef) needs no key; an unknown path under
+    // /docs is an unknown route like any other (404 with the rate-limit headers).
+    if (!def && request.routeOptions.url !== undefined && path.startsWith(`${API_BASE}/docs`)) return;
+    await authenticate(ctx, request, reply, def);
+    // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
+    // body of the wrong type (decisions §14: scope → path id → body).
+    if (def?.params) parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);
   });
   for (const def of routes) {
     app.route({

@@ -23,6 +23,10 @@ export function toAppError(err: unknown): AppError {
       return new AppError('payload_too_large', 'Request body exceeds 1 MiB.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return AppError.validation([{ path: 'body', message: 'Content-Type must be application/json' }], 415, 'Content-Type must be application/json.');
+    case 'FST_ERR_BAD_URL':
+      return AppError.validation([{ path: 'path', message: 'malformed URL' }], 400, 'Malformed URL.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return AppError.validation([{ path: 'path', message: 'path parameter too long' }], 400, 'A path parameter is too long.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

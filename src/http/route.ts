@@ -7,6 +7,7 @@ import type { Queryable, Tx } from '../db/client.js';
 
 export interface RouteResult {
   status: number;
+  /** JSON-serialised, except a Buffer (a GET's file), sent as is with the Content-Type of `headers`. */
   body: unknown;
   headers?: Record<string, string>;
 }
@@ -45,7 +46,7 @@ export interface RouteDef<
   /** Status for a malformed path id: the spec says 400 on most resources, 422 on webhooks. */
   malformedIdStatus?: 400 | 422;
   idempotent?: boolean;
-  response: { status: number; description: string; schema?: z.ZodType };
+  response: { status: number; description: string; schema?: z.ZodType; contentType?: string };
   errors: ErrorCode[];
   /** For llms.txt's curl example. */
   example?: { body?: unknown; query?: string; params?: Record<string, string> };

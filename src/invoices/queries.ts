@@ -44,6 +44,7 @@ export interface InvoiceRow {
   reminders_sent: number;
   payment_provider: string | null;
   payment_transaction_id: string | null;
+  source: 'api' | 'checkout';
   created_at: Date;
   updated_at: Date;
 }
@@ -62,6 +63,7 @@ export type NewInvoice = Omit<
   | 'reminders_sent'
   | 'payment_provider'
   | 'payment_transaction_id'
+  | 'source'
   | 'updated_at'
 >;
 

@@ -10,7 +10,7 @@ import * as s from './schemas.js';
 import * as service from './service.js';
 
 export function invoiceDeps(ctx: AppContext): service.InvoiceDeps {
-  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL };
+  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL, boss: ctx.boss };
 }
 
 const createExample = {
@@ -68,7 +68,9 @@ export const invoiceRoutes = [
           );
           results.push({ index, success: true, invoice: service.createdResponse(row, deps.urls) });
         } catch (err) {
-          if (!(err instanceof AppError) || err.status >= 500) throw err;
+          // Best effort: an item's own failure (a missing exchange rate included) is that item's
+          // result; only a failure of the service itself aborts the whole call.
+          if (!(err instanceof AppError) || err.code === 'internal_error' || err.code === 'service_unavailable') throw err;
           results.push({ index, success: false, error: err.code, message: err.message, details: err.details });
         }
       }

@@ -1,4 +1,6 @@
+import type PgBoss from 'pg-boss';
 import type { Queryable } from '../db/client.js';
+import { queueEmail } from '../email/outbox.js';
 import { AppError } from '../errors.js';
 import { clock, dateInZone } from '../clock.js';
 import { newId, randomToken } from '../ids.js';
@@ -18,6 +20,8 @@ export interface Urls {
 
 export interface InvoiceDeps {
   urls: Urls;
+  /** Sending queues the invoice e-mail as a job in the same transaction. */
+  boss: PgBoss;
   exchangeRatesUrl?: string;
 }
 
@@ -200,6 +204,7 @@ export async function explainRejection(db: Queryable, merchantId: string, id: st
 export async function sendInvoice(db: Queryable, merchant: MerchantSettings, id: string, locale: Locale | undefined, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const row = await q.markSent(db, merchant.id, id, merchant.invoice_prefix, clock.now(), locale);
   if (!row) throw await explainRejection(db, merchant.id, id, 'send');
+  await queueInvoiceEmail(db, deps.boss, row);
   await emitEvent(db, merchant.id, 'invoice.sent', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
   return row;
 }
@@ -217,4 +222,28 @@ export async function getInvoiceStatus(db: Queryable, merchantId: string, id: st
 export async function listInvoices(db: Queryable, merchantId: string, filters: q.InvoiceFilters, limit: number, offset: number, urls: Urls) {
   const rows = await q.listInvoices(db, merchantId, filters, limit + 1, offset);
   return rows.map((r) => invoiceResource(r, urls));
+}
+
+/** The invoice e-mail of a sent invoice; checkout invoices are paid on the spot and get none. */
+async function queueInvoiceEmail(db: Queryable, boss: PgBoss, row: q.InvoiceRow): Promise<void> {
+  if (row.source === 'checkout') return;
+  await queueEmail(db, boss, {
+    merchant_id: row.merchant_id,
+    invoice_id: row.id,
+    kind: 'invoice',
+    dedupe_key: `invoice:${row.id}`,
+    to_address: row.client_email,
+    locale: row.locale,
+    data: {},
+  });
+}
+
+export function sentResponse(row: q.InvoiceRow, urls: Urls) {
+  return {
+    invoice_id: row.id,
+    invoice_number: row.invoice_number!,
+    status: row.status,
+    public_url: `${urls.publicBase}/i/${row.public_token}`,
+    sent_at: iso(row.sent_at)!,
+  };
 }

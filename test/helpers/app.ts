@@ -8,6 +8,8 @@ import type { Sql } from '../../src/db/client.js';
 import * as merchants from '../../src/merchants/service.js';
 import type { Scope } from '../../src/http/scopes.js';
 import { createTestDatabase } from './db.js';
+import { createBoss } from '../../src/jobs/boss.js';
+import { startWorker, type Worker } from '../../jobs/worker.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -25,6 +27,8 @@ export interface TestApp {
   ctx: AppContext;
   sql: Sql;
   dbUrl: string;
+  /** The real worker (every queue and schedule) in this process, stopped with the test. */
+  startWorker(): Promise<Worker>;
   /** A merchant with defaults (CLP, 19 %, es) unless told otherwise. */
   merchant(opts?: { name?: string; base_currency?: string; payment_provider?: 'sandbox' | null }): Promise<{ id: string }>;
   /** A key for the merchant (a new merchant when none is given) with these scopes. */
@@ -46,10 +50,16 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
   const sql = shared?.sql ?? db!.sql;
   const dbUrl = shared?.dbUrl ?? db!.url;
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: dbUrl, ...env });
-  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql) };
+  const boss = createBoss(sql, { worker: false });
+  boss.on('error', () => {});
+  await boss.start();
+  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss };
   const app = await buildApp(ctx, { logger: false });
+  let worker: Worker | null = null;
   t.teardown(async () => {
     await app.close();
+    await worker?.stop();
+    await boss.stop({ graceful: false, close: false, wait: true });
     await db?.drop();
   });
 
@@ -69,6 +79,10 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
     sql,
     dbUrl,
     merchant,
+    async startWorker() {
+      worker ??= await startWorker(config, sql, { log: () => {} });
+      return worker;
+    },
     async key(scopes = ['*'], opts = {}) {
       const merchantId = opts.merchantId ?? (await merchant()).id;
       const k = await merchants.createApiKey(sql, {

@@ -1,0 +1,305 @@
+/**
+ * `tsx bench/profile.ts`: diagnostics behind bench/run.ts's ratios (not part of `npm run bench`).
+ *
+ * 1. The database work of each API request replayed straight through postgres.js, one statement
+ *    group at a time, to price the rate-limit, idempotency and event statements.
+ * 2. HTTP floors (GET /healthz) and CPU accounting (bench process / web process / rest) while the
+ *    API is under load, to see which process the CPUs go to.
+ * 3. A V8 CPU profile of the web process under steady GET and POST load (bench/cpu-profile-hook.ts).
+ *
+ * Same environment as run.ts (DATABASE_URL or embedded; PROFILE_SECONDS, default 5).
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSql } from '../src/db/client.js';
+import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
+import * as invoiceService from '../src/invoices/service.js';
+import { createInvoiceBody } from '../src/invoices/schemas.js';
+import { ApiKeyStore } from '../src/http/auth.js';
+import { hitRateLimit } from '../src/http/rate-limit.js';
+import { claimKey, completeKey, requestHash } from '../src/http/idempotency.js';
+import { newId, randomToken } from '../src/ids.js';
+import { API_PREFIX } from '../src/http/urls.js';
+import { openBenchDatabase, seedMerchant } from './db.js';
+import { startWebProcess, type WebProcess } from './server.js';
+import { runHttp, runLoops, type Measurement } from './load.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
+const CONN = 32;
+const POOL = Number(process.env.DATABASE_POOL_SIZE ?? 10);
+const log = (msg: string) => process.stderr.write(`[profile] ${msg}\n`);
+const out = (line = '') => process.stdout.write(`${line}\n`);
+
+const ITEMS = [
+  { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
+  { description: 'Soporte mensual', quantity: 1, unit_price: 12000 },
+  { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
+];
+const BODY = { client: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76.086.428-5' }, due_date: '2030-12-31', items: ITEMS };
+
+function row(label: string, m: Measurement, extra = ''): void {
+  out(`| ${label} | ${m.rps.toFixed(0)} | ${m.p50.toFixed(2)} | ${m.p99.toFixed(2)} | ${m.failed + m.errors} | ${extra} |`);
+}
+
+function ticks(pid: number | string): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds so far: whole machine, this process, the web process, all postgres processes. */
+function cpuSnapshot(webPid?: number) {
+  const hz = 100;
+  const stat = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (stat[3] ?? 0) + (stat[4] ?? 0);
+  const total = stat.reduce((a, b) => a + b, 0);
+  let pg = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') pg += ticks(pid);
+    } catch {
+      /* gone */
+    }
+  }
+  const self = process.cpuUsage();
+  return { busy: (total - idle) / hz, self: (self.user + self.system) / 1e6, web: webPid ? ticks(webPid) / hz : 0, pg: pg / hz, at: performance.now() };
+}
+
+function cpuSplit(a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>): string {
+  const secs = (b.at - a.at) / 1000;
+  const pct = (x: number) => `${((x / secs) * 100).toFixed(0)}%`;
+  const busy = b.busy - a.busy;
+  const self = b.self - a.self;
+  const web = b.web - a.web;
+  const pg = b.pg - a.pg;
+  return `machine ${pct(busy)} = bench ${pct(self)} + web ${pct(web)} + postgres ${pct(pg)} + others ${pct(Math.max(0, busy - self - web - pg))}`;
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+
+function where(url: string): string {
+  if (!url) return '(native/gc)';
+  if (url.startsWith('node:')) return url;
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + 'node_modules/'.length).split('/');
+    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  const src = url.indexOf('/src/');
+  if (src >= 0) return url.slice(src + 1);
+  return url;
+}
+
+/** Self time by package/file, top functions by self time, and inclusive time of our functions. */
+async function summariseProfile(file: string, label: string): Promise<void> {
+  const prof = JSON.parse(await readFile(file, 'utf8')) as { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[] };
+  const totalSamples = prof.samples.length;
+  const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const selfCount = new Map<number, number>();
+  for (const s of prof.samples) selfCount.set(s, (selfCount.get(s) ?? 0) + 1);
+
+  const byPlace = new Map<string, number>();
+  const byFn = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  for (const [id, count] of selfCount) {
+    const n = byId.get(id)!;
+    const place = n.callFrame.functionName === '(idle)' ? '(idle)' : n.callFrame.functionName === '(garbage collector)' ? '(gc)' : where(n.callFrame.url);
+    byPlace.set(place, (byPlace.get(place) ?? 0) + count);
+    const fn = `${n.callFrame.functionName || '(anonymous)'} ${where(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
+    byFn.set(fn, (byFn.get(fn) ?? 0) + count);
+    // Inclusive: every distinct src/ function on the stack gets the sample.
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame;
+      const w = where(f.url);
+      const key = w.startsWith('src/') ? `${f.functionName || '(anonymous)'} ${w}` : w.startsWith('node_modules') ? '' : '';
+      if (key && !seen.has(key)) {
+        seen.add(key);
+        inclusive.set(key, (inclusive.get(key) ?? 0) + count);
+      }
+    }
+  }
+  const idle = byPlace.get('(idle)') ?? 0;
+  const busy = totalSamples - idle;
+  const pct = (n: number) => `${((n / busy) * 100).toFixed(1)}%`;
+  const wallS = (prof.endTime - prof.startTime) / 1e6;
+  out(`\n#### CPU profile of the web process: ${label}`);
+  out(`${totalSamples} samples over ${wallS.toFixed(1)} s; ${((busy / totalSamples) * 100).toFixed(0)}% of samples on-CPU (percentages below are of on-CPU samples)\n`);
+  out('Self time by package / file:\n');
+  for (const [k, v] of [...byPlace].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, 16)) out(`- ${k}: ${pct(v)}`);
+  out('\nTop functions by self time:\n');
+  for (const [k, v] of [...byFn].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, 20)) out(`- ${k}: ${pct(v)}`);
+  out('\nInclusive (synchronous) time of src/ functions:\n');
+  for (const [k, v] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, 20)) out(`- ${k}: ${pct(v)}`);
+}
+
+async function main(): Promise<void> {
+  const db = await openBenchDatabase(log);
+  const sql = createSql(db.url, { max: POOL, application: 'invoicing-bench-profile' });
+  let web: WebProcess | null = null;
+  const profDir = await mkdtemp(path.join(os.tmpdir(), 'invoicing-prof-'));
+  try {
+    const seed = await seedMerchant(sql);
+    const auth = (await new ApiKeyStore(sql).lookup(seed.apiKey))!;
+    // No pg-boss handle: these invoices are never sent, so nothing is queued.
+    const deps = { urls: { apiBase: `http://127.0.0.1${API_PREFIX}`, publicBase: 'http://127.0.0.1' } } as unknown as invoiceService.InvoiceDeps;
+    const input = createInvoiceBody.parse(BODY);
+    const first = await sql.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps));
+    const invoiceId = first.id;
+    const clientId = first.client_id;
+
+    out(`## Diagnostics (${SECONDS} s per line, ${CONN} concurrent, pool ${POOL}, load average ${os.loadavg().map((n) => n.toFixed(2)).join(' / ')})\n`);
+    out('### 1. Database work only (postgres.js in this process, no HTTP)\n');
+    out('| Variant | ops/s | p50 ms | p99 ms | failed | CPU (of ' + os.availableParallelism() * 100 + '%) |');
+    out('|---|---:|---:|---:|---:|---|');
+    const loops = async (label: string, op: (i: number) => Promise<unknown>, note = '') => {
+      let n = 0;
+      await runLoops(() => op(n++ % CONN), CONN, 1);
+      let k = 0;
+      const a = cpuSnapshot();
+      const m = await runLoops(() => op(k++ % CONN), CONN, SECONDS);
+      row(label, m, `${note}${note ? '; ' : ''}${cpuSplit(a, cpuSnapshot())}`);
+      return m;
+    };
+    const readInvoice = () => getInvoice(sql, seed.merchantId, invoiceId);
+    const hot = `key:${auth.keyId}`;
+    await loops('G0 getInvoice (= GET ceiling)', readInvoice);
+    await loops('G1 hitRateLimit, one bucket (as the API: every request of a key hits one row)', () => hitRateLimit(sql, hot, 2e9));
+    await loops('G2 hitRateLimit one bucket → getInvoice (the API\'s GET database work)', async () => {
+      await hitRateLimit(sql, hot, 2e9);
+      await readInvoice();
+    });
+    let spread = 0;
+    await loops('G3 hitRateLimit, 32 buckets (no hot row) → getInvoice', async () => {
+      await hitRateLimit(sql, `key:spread-${spread++ % CONN}`, 2e9);
+      await readInvoice();
+    });
+    await loops('G4 getInvoice → pure SELECT 1 (two round trips, no write)', async () => {
+      await sql`SELECT 1`;
+      await readInvoice();
+    });
+
+    const ceilingTx = () =>
+      sql.begin((tx) =>
+        insertInvoice(
+          tx,
+          {
+            id: newId(), merchant_id: seed.merchantId, client_id: clientId, client_name: 'Comercial Andes SpA', client_email: 'pagos@andes.cl',
+            client_rut: '76086428-5', client_phone: null, client_address: null, external_reference: null, status: 'draft', currency: 'CLP',
+            exchange_rate: null, base_currency: null, issue_date: '2026-01-15', due_date: '2030-12-31', is_tax_exempt: false, tax_inclusive: false,
+            tax_rate: '19.00', subtotal: '29500', tax_total: '5605', total: '35105', public_token: randomToken(), locale: 'es', created_at: new Date(),
+          },
+          ITEMS.map((it, i) => ({ id: newId(), position: i, product_id: null, description: it.description, quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price) })),
+        ),
+      );
+    let keyN = 0;
+    const route = `POST ${API_PREFIX}/invoices`;
+    const hash = requestHash(BODY);
+    const apiPost = async (opts: { rateLimit: boolean; claimOutside: boolean }) => {
+      if (opts.rateLimit) await hitRateLimit(sql, hot, 2e9);
+      const key = `prof-${++keyN}`;
+      if (opts.claimOutside) await claimKey(sql, seed.merchantId, route, key, hash);
+      await sql.begin(async (tx) => {
+        if (!opts.claimOutside) {
+          await tx`INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
+                   VALUES (${seed.merchantId}, ${route}, ${key}, ${hash}, 'running', now() + interval '1 minute', now(), now() + interval '1 day')`;
+        }
+        const r = await invoiceService.createInvoice(tx, auth.merchant, input, deps);
+        await completeKey(tx, seed.merchantId, route, key, 201, JSON.stringify(invoiceService.createdResponse(r, deps.urls)));
+      });
+    };
+    await loops('P0 BEGIN; insertInvoice (2 statements); COMMIT (= POST ceiling)', ceilingTx);
+    await loops('P1 the API\'s POST database work: rate limit; claimKey (own commit); tx{client, invoice, items, re-read, event, completeKey}', () => apiPost({ rateLimit: true, claimOutside: true }));
+    await loops('P2 as P1 without the rate-limit statement', () => apiPost({ rateLimit: false, claimOutside: true }));
+    await loops('P3 as P1 with the idempotency claim inside the business transaction (one commit)', () => apiPost({ rateLimit: true, claimOutside: false }));
+    await loops('P4 createInvoice alone in a transaction (no rate limit, no idempotency)', () => sql.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+
+    out('\n### 2. HTTP through the web process (autocannon in this process)\n');
+    out('| Variant | req/s | p50 ms | p99 ms | failed | CPU (of ' + os.availableParallelism() * 100 + '%) |');
+    out('|---|---:|---:|---:|---:|---|');
+    web = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
+    const http = async (label: string, pathName: string, headers: Record<string, string>, method: 'GET' | 'POST' = 'GET', body?: string) => {
+      const load = (seconds: number) =>
+        runHttp({
+          url: web!.baseUrl, method, path: pathName, headers, body, connections: CONN, seconds,
+          ...(method === 'POST' ? { perRequestHeaders: () => ({ 'idempotency-key': `h-${++keyN}` }) } : {}),
+        });
+      await load(1);
+      const a = cpuSnapshot(web!.pid);
+      const m = await load(SECONDS);
+      const b = cpuSnapshot(web!.pid);
+      row(label, m, cpuSplit(a, b));
+    };
+    const keyHeaders = { 'x-api-key': seed.apiKey };
+    await http('H0 GET /healthz (no auth, no database)', '/healthz', {});
+    await http('H1 GET /invoices/{id}', `${API_PREFIX}/invoices/${invoiceId}`, keyHeaders);
+    await http('H2 GET /invoices/{id} status summary (/status: no items, fewer fields)', `${API_PREFIX}/invoices/${invoiceId}/status`, keyHeaders);
+    await http('H3 POST /invoices', `${API_PREFIX}/invoices`, { ...keyHeaders, 'content-type': 'application/json' }, 'POST', JSON.stringify(BODY));
+    {
+      const a = cpuSnapshot();
+      const m = await runLoops(readInvoice, CONN, SECONDS);
+      const b = cpuSnapshot();
+      row('G0 again, for its CPU split', m, cpuSplit(a, b));
+    }
+    await web.stop();
+    web = null;
+
+    // Steady-state CPU profiles: the hook starts the profiler after warm-up and writes it before stop.
+    const profileFile = path.join(profDir, 'web.cpuprofile');
+    web = await startWebProcess({
+      cwd: ROOT,
+      databaseUrl: db.url,
+      poolSize: POOL,
+      nodeArgs: ['--import', './bench/cpu-profile-hook.ts'],
+      env: { BENCH_CPU_PROFILE: profileFile },
+    });
+    for (const [label, method] of [['GET /invoices/{id}', 'GET'], ['POST /invoices', 'POST']] as const) {
+      const load = (seconds: number) =>
+        runHttp({
+          url: web!.baseUrl, method, connections: CONN, seconds,
+          path: method === 'GET' ? `${API_PREFIX}/invoices/${invoiceId}` : `${API_PREFIX}/invoices`,
+          headers: method === 'GET' ? keyHeaders : { ...keyHeaders, 'content-type': 'application/json' },
+          ...(method === 'POST' ? { body: JSON.stringify(BODY), perRequestHeaders: () => ({ 'idempotency-key': `c-${++keyN}` }) } : {}),
+        });
+      await load(2);
+      await rm(profileFile, { force: true });
+      process.kill(web.pid, 'SIGUSR2');
+      await new Promise((r) => setTimeout(r, 200));
+      const m = await load(SECONDS);
+      process.kill(web.pid, 'SIGUSR2');
+      for (let i = 0; i < 50 && !existsSync(profileFile); i++) await new Promise((r) => setTimeout(r, 100));
+      if (existsSync(profileFile)) await summariseProfile(profileFile, `${label}, steady load (${m.rps.toFixed(0)} req/s during the profile)`);
+      else out(`(no CPU profile written for ${label})`);
+    }
+    await web.stop();
+    web = null;
+  } finally {
+    await web?.stop();
+    await sql.end({ timeout: 5 });
+    await db.cleanup();
+    await rm(profDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import type { Measurement } from './load.js';
+
+export const TARGET_RATIO = 0.5;
+
+export interface Machine {
+  nproc: number;
+  cpu: string;
+  memory: string;
+  node: string;
+  postgres: string;
+  loadBefore: string;
+  loadAfter?: string;
+}
+
+export function machineInfo(postgresVersion: string): Machine {
+  let cpu = 'unknown';
+  try {
+    cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
+  } catch {
+    /* not Linux */
+  }
+  return {
+    nproc: os.availableParallelism(),
+    cpu,
+    memory: `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    node: process.version,
+    postgres: postgresVersion,
+    loadBefore: loadAverage(),
+  };
+}
+
+export function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' / ');
+}
+
+export interface Row {
+  scenario: string;
+  side: 'API' | 'ceiling';
+  m: Measurement;
+  rssKb?: number;
+}
+
+export interface Ratio {
+  name: string;
+  api: number;
+  ceiling: number;
+  ratio: number;
+  pass: boolean;
+}
+
+export function ratioOf(name: string, api: Measurement, ceiling: Measurement): Ratio {
+  const ratio = ceiling.rps > 0 ? api.rps / ceiling.rps : 0;
+  // A run with failed requests does not count as a pass, whatever its speed.
+  return { name, api: api.rps, ceiling: ceiling.rps, ratio, pass: ratio >= TARGET_RATIO && api.failed + api.errors === 0 };
+}
+
+const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+const mib = (kb?: number) => (kb ? `${(kb / 1024).toFixed(0)} MiB` : '–');
+
+export function table(rows: Row[]): string {
+  const lines = [
+    '| Scenario | Side | req/s | p50 ms | p99 ms | ok | failed / errors | web peak RSS |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.scenario} | ${r.side} | ${fmt(r.m.rps, 0)} | ${fmt(r.m.p50, 2)} | ${fmt(r.m.p99, 2)} | ${r.m.ok} | ${r.m.failed} / ${r.m.errors} | ${mib(r.rssKb)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function ratioLines(ratios: Ratio[]): string {
+  return ratios
+    .map(
+      (r) =>
+        `- **${r.name}**: ${fmt(r.api, 0)} / ${fmt(r.ceiling, 0)} = **${r.ratio.toFixed(2)}** → ${r.pass ? 'PASS' : 'FAIL'} (target ≥ ${TARGET_RATIO})`,
+    )
+    .join('\n');
+}
+
+export interface RunReport {
+  date: Date;
+  command: string;
+  machine: Machine;
+  settings: string;
+  rows: Row[];
+  ratios: Ratio[];
+  hwmKb: number;
+  notes: string[];
+}
+
+export function renderRun(r: RunReport): string {
+  const m = r.machine;
+  return [
+    `## Run of ${r.date.toISOString()}`,
+    '',
+    `- Command: \`${r.command}\``,
+    `- Machine: ${m.nproc} CPU(s) (${m.cpu}), ${m.memory} RAM, Node ${m.node}, PostgreSQL ${m.postgres}`,
+    `- Load average (1/5/15 min) before: ${m.loadBefore}; after: ${m.loadAfter ?? '–'}`,
+    `- Settings: ${r.settings}`,
+    '',
+    table(r.rows),
+    '',
+    ratioLines(r.ratios),
+    `- Web process VmHWM (peak RSS over its whole life): ${mib(r.hwmKb)}`,
+    ...r.notes.map((n) => `- ${n}`),
+    '',
+  ].join('\n');
+}
+
+const HEADER = `# Benchmark results
+
+Produced by \`npm run bench\` (bench/run.ts); the newest run first. Each run measures, at the
+same concurrency on the same machine, the external API through the real web process
+(\`node --import tsx src/server.ts\`, driven by autocannon) against a ceiling: the same database
+work issued straight through postgres.js with no HTTP, auth, rate limit or idempotency.
+ratio = API req/s ÷ ceiling req/s; the target is ≥ ${TARGET_RATIO}.
+
+- **GET**: \`GET /api/v1/external/invoices/{id}\` (3 items) vs. the single statement that reads the
+  invoice row plus the json_agg of its items (\`getInvoice\` in src/invoices/queries.ts).
+- **POST**: \`POST /api/v1/external/invoices\` (3 items, a unique Idempotency-Key per request) vs.
+  one transaction inserting the invoice row and its 3 items (\`insertInvoice\`).
+
+Latencies are per request in milliseconds, measured by the client (autocannon's response
+events / the loop's own clock). Figures from a machine that is busy with other work are noisy;
+compare ratios from the same run rather than absolute numbers across runs.
+`;
+
+const RUN_MARK = '<!-- bench-run -->';
+const KEEP_RUNS = 10;
+
+/** Writes RESULTS.md: the header, this run, then up to KEEP_RUNS − 1 earlier runs. */
+export async function writeResults(file: string, run: string): Promise<void> {
+  const previous = await readFile(file, 'utf8').catch(() => '');
+  const earlier = previous
+    .split(RUN_MARK)
+    .slice(1)
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .slice(0, KEEP_RUNS - 1);
+  const body = [HEADER, ...[run.trim(), ...earlier].map((s) => `${RUN_MARK}\n${s}\n`)].join('\n');
+  await writeFile(file, body);
+}

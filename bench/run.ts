@@ -1,0 +1,279 @@
+/**
+ * `npm run bench`: the external API through the real web process versus the database work it
+ * stands on, at the same concurrency, in one run on one machine. See bench/RESULTS.md.
+ *
+ * Environment: DATABASE_URL (a local server; a fresh database is created on it and dropped at the
+ * end; without it the embedded server of .data/bench is used), DATABASE_POOL_SIZE (default 10,
+ * used by both sides), BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 3),
+ * BENCH_CONNECTIONS (default 32). `--strict` exits 1 when a ratio is below target.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createSql, type Sql } from '../src/db/client.js';
+import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
+import { newId, randomToken } from '../src/ids.js';
+import { API_PREFIX } from '../src/http/urls.js';
+import { openBenchDatabase, seedMerchant } from './db.js';
+import { startWebProcess, type WebProcess } from './server.js';
+import { runHttp, runLoops, type Measurement } from './load.js';
+import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, writeResults, type Row } from './report.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const RESULTS = path.join(ROOT, 'bench', 'RESULTS.md');
+const TIME_BUDGET_MS = 170_000;
+
+function intEnv(name: string, fallback: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name} must be a whole number from 1 to ${max}`);
+  return n;
+}
+
+const DURATION = intEnv('BENCH_DURATION', 10, 30);
+const WARMUP = intEnv('BENCH_WARMUP', 3, 10);
+const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 32, 256);
+const POOL = intEnv('DATABASE_POOL_SIZE', 10, 90);
+const STRICT = process.argv.includes('--strict');
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+// Cleanup runs once, in reverse order of registration, on success, error, signal or time-out.
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | null = null;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        log(`cleanup step failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: cleaning up`);
+    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  });
+}
+
+const ITEMS = [
+  { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
+  { description: 'Soporte mensual', quantity: 1, unit_price: 12000 },
+  { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
+];
+
+function invoiceBody(): string {
+  return JSON.stringify({
+    client: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76.086.428-5' },
+    due_date: '2030-12-31',
+    items: ITEMS,
+  });
+}
+
+function commandLine(): string {
+  const env: string[] = [];
+  if (process.env.DATABASE_URL) {
+    const u = new URL(process.env.DATABASE_URL);
+    if (u.password) u.password = '***';
+    env.push(`DATABASE_URL=${u.toString()}`);
+  }
+  for (const k of ['DATABASE_POOL_SIZE', 'BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS']) {
+    if (process.env[k]) env.push(`${k}=${process.env[k]}`);
+  }
+  const cmd = process.env.npm_lifecycle_event === 'bench' ? 'npm run bench' : 'tsx bench/run.ts';
+  const args = process.argv.slice(2);
+  return [...env, cmd, ...(args.length ? (cmd.startsWith('npm') ? ['--', ...args] : args) : [])].join(' ');
+}
+
+function describeFailures(label: string, m: Measurement): string | null {
+  if (m.failed + m.errors === 0) return null;
+  const codes = Object.entries(m.statusCodes)
+    .filter(([c]) => !c.startsWith('2'))
+    .map(([c, n]) => `${c}×${n}`)
+    .join(', ');
+  return `${label}: ${m.failed} failed, ${m.errors} transport errors${codes ? ` (${codes})` : ''}${m.firstError ? `; first error: ${m.firstError}` : ''}`;
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const watchdog = setTimeout(() => {
+    log(`time budget of ${TIME_BUDGET_MS / 1000} s exceeded: aborting`);
+    void cleanup().finally(() => process.exit(2));
+  }, TIME_BUDGET_MS);
+  watchdog.unref();
+
+  const db = await openBenchDatabase(log);
+  cleanups.push(async () => {
+    await db.cleanup();
+    log(`dropped database ${db.name}`);
+  });
+  log(`database ${db.name} (${db.source}), PostgreSQL ${db.serverVersion}`);
+  const machine = machineInfo(db.serverVersion);
+
+  const sql: Sql = createSql(db.url, { max: POOL, application: 'invoicing-bench-ceiling' });
+  cleanups.push(() => sql.end({ timeout: 5 }));
+  const seed = await seedMerchant(sql);
+
+  const web: WebProcess = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
+  cleanups.push(async () => {
+    await web.stop();
+    log('web process stopped');
+  });
+  log(`web process ${web.pid} ready on ${web.baseUrl} (${Date.now() - started} ms since start)`);
+
+  const headers = { 'x-api-key': seed.apiKey, 'content-type': 'application/json' };
+  const created = await fetch(`${web.baseUrl}${API_PREFIX}/invoices`, {
+    method: 'POST',
+    headers: { ...headers, 'idempotency-key': 'bench-seed' },
+    body: invoiceBody(),
+  });
+  const createdBody = (await created.json()) as { invoice_id?: string; client_id?: string };
+  if (created.status !== 201 || !createdBody.invoice_id || !createdBody.client_id) {
+    throw new Error(`seeding the invoice failed: ${created.status} ${JSON.stringify(createdBody)}\n${web.output()}`);
+  }
+  const invoiceId = createdBody.invoice_id;
+  const clientId = createdBody.client_id;
+  const probe = await fetch(`${web.baseUrl}${API_PREFIX}/invoices/${invoiceId}`, { headers: { 'x-api-key': seed.apiKey } });
+  const probeBody = (await probe.json()) as { items?: unknown[] };
+  if (probe.status !== 200 || probeBody.items?.length !== 3) {
+    throw new Error(`reading the seeded invoice failed: ${probe.status} ${JSON.stringify(probeBody)}`);
+  }
+  if (!(await getInvoice(sql, seed.merchantId, invoiceId))) throw new Error('ceiling read found no invoice');
+
+  const rows: Row[] = [];
+  const phase = async (label: string, fn: () => Promise<Measurement>, warm: () => Promise<Measurement>) => {
+    log(`${label}: warm-up ${WARMUP} s`);
+    await warm();
+    web.markRss();
+    log(`${label}: measuring ${DURATION} s`);
+    const m = await fn();
+    log(`${label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms, ${m.failed + m.errors} failed`);
+    return m;
+  };
+
+  // A. GET one invoice.
+  const getLoad = (seconds: number) =>
+    runHttp({
+      url: web.baseUrl,
+      method: 'GET',
+      path: `${API_PREFIX}/invoices/${invoiceId}`,
+      headers: { 'x-api-key': seed.apiKey },
+      connections: CONNECTIONS,
+      seconds,
+    });
+  const getApi = await phase('GET API', () => getLoad(DURATION), () => getLoad(WARMUP));
+  rows.push({ scenario: 'GET /invoices/{id}', side: 'API', m: getApi, rssKb: web.peakKb() });
+
+  const readOnce = async () => {
+    if (!(await getInvoice(sql, seed.merchantId, invoiceId))) throw new Error('invoice not found');
+  };
+  const getCeiling = await phase(
+    'GET ceiling',
+    () => runLoops(readOnce, CONNECTIONS, DURATION),
+    () => runLoops(readOnce, CONNECTIONS, WARMUP),
+  );
+  rows.push({ scenario: 'GET /invoices/{id}', side: 'ceiling', m: getCeiling });
+
+  // B. POST one invoice with 3 items, a fresh Idempotency-Key each time.
+  let counter = 0;
+  const runTag = db.name.slice(-8);
+  const postLoad = (seconds: number) =>
+    runHttp({
+      url: web.baseUrl,
+      method: 'POST',
+      path: `${API_PREFIX}/invoices`,
+      headers,
+      body: invoiceBody(),
+      perRequestHeaders: () => ({ 'idempotency-key': `bench-${runTag}-${++counter}` }),
+      connections: CONNECTIONS,
+      seconds,
+    });
+  const postApi = await phase('POST API', () => postLoad(DURATION), () => postLoad(WARMUP));
+  rows.push({ scenario: 'POST /invoices (3 items)', side: 'API', m: postApi, rssKb: web.peakKb() });
+
+  const createOnce = () =>
+    sql.begin(async (tx) => {
+      const id = newId();
+      const now = new Date();
+      await insertInvoice(
+        tx,
+        {
+          id,
+          merchant_id: seed.merchantId,
+          client_id: clientId,
+          client_name: 'Comercial Andes SpA',
+          client_email: 'pagos@andes.cl',
+          client_rut: '76086428-5',
+          client_phone: null,
+          client_address: null,
+          external_reference: null,
+          status: 'draft',
+          currency: 'CLP',
+          exchange_rate: null,
+          base_currency: null,
+          issue_date: '2026-01-15',
+          due_date: '2030-12-31',
+          is_tax_exempt: false,
+          tax_inclusive: false,
+          tax_rate: '19.00',
+          subtotal: '29500',
+          tax_total: '5605',
+          total: '35105',
+          public_token: randomToken(),
+          locale: 'es',
+          created_at: now,
+        },
+        ITEMS.map((it, i) => ({
+          id: newId(),
+          position: i,
+          product_id: null,
+          description: it.description,
+          quantity: String(it.quantity),
+          unit_price: String(it.unit_price),
+          line_total: String(it.quantity * it.unit_price),
+        })),
+      );
+    });
+  const postCeiling = await phase(
+    'POST ceiling',
+    () => runLoops(createOnce, CONNECTIONS, DURATION),
+    () => runLoops(createOnce, CONNECTIONS, WARMUP),
+  );
+  rows.push({ scenario: 'POST /invoices (3 items)', side: 'ceiling', m: postCeiling });
+
+  const hwmKb = web.hwmKb();
+  machine.loadAfter = loadAverage();
+  const ratios = [ratioOf('GET ratio', getApi, getCeiling), ratioOf('POST ratio', postApi, postCeiling)];
+  const notes = [
+    describeFailures('GET API', getApi),
+    describeFailures('GET ceiling', getCeiling),
+    describeFailures('POST API', postApi),
+    describeFailures('POST ceiling', postCeiling),
+  ].filter((n): n is string => n !== null);
+
+  const settings = `${CONNECTIONS} connections / concurrent loops, ${DURATION} s measured after ${WARMUP} s warm-up, DATABASE_POOL_SIZE=${POOL} on both sides, web process NODE_ENV=production LOG_LEVEL=warn, database: ${db.source}`;
+  const report = renderRun({ date: new Date(), command: commandLine(), machine, settings, rows, ratios, hwmKb, notes });
+
+  process.stdout.write(`\n${table(rows)}\n\n${ratioLines(ratios)}\n- Web process VmHWM: ${(hwmKb / 1024).toFixed(0)} MiB\n`);
+  for (const n of notes) process.stdout.write(`- ${n}\n`);
+  await writeResults(RESULTS, report);
+  log(`wrote ${path.relative(ROOT, RESULTS)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  clearTimeout(watchdog);
+  return STRICT && ratios.some((r) => !r.pass) ? 1 : 0;
+}
+
+main().then(
+  async (code) => {
+    await cleanup();
+    process.exit(code);
+  },
+  async (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await cleanup();
+    process.exit(1);
+  },
+);

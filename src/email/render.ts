@@ -1,0 +1,72 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Handlebars from 'handlebars';
+import { templatesDir } from '../paths.js';
+import type { Locale } from '../invoices/schemas.js';
+
+export type EmailKind = 'invoice' | 'reminder' | 'receipt';
+
+interface KindStrings {
+  subject: string;
+  greeting: string;
+  body: string;
+  cta: string;
+}
+
+type Strings = Record<EmailKind, KindStrings> & { footer: string };
+
+export interface RenderedEmail {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+const dir = path.join(templatesDir, 'email');
+// The HTML layout escapes every value; the plain-text one must not (it is not HTML).
+const htmlLayout = Handlebars.compile(readFileSync(path.join(dir, 'layout.html.hbs'), 'utf8'), { strict: true });
+const textLayout = Handlebars.compile(readFileSync(path.join(dir, 'layout.text.hbs'), 'utf8'), { strict: true, noEscape: true });
+const strings: Record<Locale, Strings> = {
+  es: JSON.parse(readFileSync(path.join(dir, 'es.json'), 'utf8')),
+  en: JSON.parse(readFileSync(path.join(dir, 'en.json'), 'utf8')),
+};
+const compiled = new Map<string, HandlebarsTemplateDelegate>();
+
+/** Interpolates a phrase as plain text: the layouts escape it where the output is HTML. */
+function phrase(template: string, vars: Record<string, string>): string {
+  let fn = compiled.get(template);
+  if (!fn) {
+    fn = Handlebars.compile(template, { strict: true, noEscape: true });
+    compiled.set(template, fn);
+  }
+  return fn(vars);
+}
+
+export interface EmailVars {
+  merchant: string;
+  merchant_email: string;
+  client: string;
+  number: string;
+  total: string;
+  due_date: string;
+  url: string;
+  amount?: string;
+  paid_on?: string;
+}
+
+/** `customMessage` replaces the body (a reminder's custom_message); blank lines split paragraphs. */
+export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, customMessage?: string | null): RenderedEmail {
+  const s = strings[locale];
+  const v = { amount: '', paid_on: '', ...vars };
+  const body = customMessage ?? phrase(s[kind].body, v);
+  const view = {
+    lang: locale,
+    subject: phrase(s[kind].subject, v),
+    merchant: vars.merchant,
+    greeting: phrase(s[kind].greeting, v),
+    paragraphs: body.split(/\r?\n\s*\r?\n/).map((p) => p.trim()).filter(Boolean),
+    cta: s[kind].cta,
+    url: vars.url,
+    footer: phrase(s.footer, v),
+  };
+  return { subject: view.subject, html: htmlLayout(view), text: textLayout(view).trim() + '\n' };
+}

@@ -1,0 +1,41 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Config } from '../config.js';
+
+export interface Mailer {
+  /** Hands the message over; resolves with the provider's message id (or the outbox file). */
+  deliver(message: Mail.Options): Promise<string>;
+  close(): void;
+}
+
+// Shorter than the e-mail job's 60 s lease, so a slow server fails the attempt instead of the lease.
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
+
+/** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message. */
+export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mailer {
+  if (config.SMTP_URL) {
+    const transport = nodemailer.createTransport({ url: config.SMTP_URL, ...SMTP_TIMEOUTS } as never);
+    return {
+      async deliver(message) {
+        const info = await transport.sendMail(message);
+        return String(info.messageId ?? info.response ?? '');
+      },
+      close: () => transport.close(),
+    };
+  }
+  const outbox = path.resolve(config.DATA_DIR, 'outbox');
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    async deliver(message) {
+      const info = await transport.sendMail(message);
+      await mkdir(outbox, { recursive: true });
+      const id = String(info.messageId ?? Date.now()).replace(/[^A-Za-z0-9.@_-]/g, '');
+      const file = path.join(outbox, `${new Date().toISOString().replace(/[:.]/g, '-')}-${id}.eml`);
+      await writeFile(file, info.message as Buffer);
+      return file;
+    },
+    close: () => transport.close(),
+  };
+}

@@ -1,0 +1,139 @@
+import type { Queryable } from '../db/client.js';
+import type { InvoiceRow } from './queries.js';
+
+// Every transition is guarded in the UPDATE itself: zero rows means "explain the 409", not a race.
+
+export const OPEN_STATUSES = ['sent', 'viewed', 'overdue'] as const;
+
+export async function incrementReminders(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    UPDATE invoices SET reminders_sent = reminders_sent + 1, updated_at = ${now}
+     WHERE merchant_id = ${merchantId} AND id = ${id} AND status IN ('sent', 'viewed', 'overdue')
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export interface ReminderRow {
+  id: string;
+  invoice_id: string;
+  reminder_number: number;
+  kind: 'manual' | 'automated';
+  schedule_offset: number | null;
+  sent_at: Date;
+}
+
+/** Null when this point of the automated schedule already has its reminder. */
+export async function insertReminder(
+  db: Queryable,
+  r: ReminderRow & { merchant_id: string; custom_message: string | null },
+): Promise<ReminderRow | null> {
+  const rows = await db<ReminderRow[]>`
+    INSERT INTO reminders (id, merchant_id, invoice_id, reminder_number, kind, schedule_offset, custom_message, sent_at)
+    VALUES (${r.id}, ${r.merchant_id}, ${r.invoice_id}, ${r.reminder_number}, ${r.kind}, ${r.schedule_offset},
+            ${r.custom_message}, ${r.sent_at})
+    ON CONFLICT (invoice_id, schedule_offset) DO NOTHING
+    RETURNING id, invoice_id, reminder_number, kind, schedule_offset, sent_at`;
+  return rows[0] ?? null;
+}
+
+/** sent, viewed, overdue → paid, only when the amount (if given) equals the total. */
+export async function markPaid(
+  db: Queryable,
+  merchantId: string,
+  id: string,
+  p: { amount: string | null; provider: string; transactionId: string; now: Date },
+): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    UPDATE invoices
+       SET status = 'paid', paid_at = ${p.now}, amount_paid = total, payment_provider = ${p.provider},
+           payment_transaction_id = ${p.transactionId}, updated_at = ${p.now}
+     WHERE merchant_id = ${merchantId} AND id = ${id} AND status IN ('sent', 'viewed', 'overdue')
+       AND (${p.amount}::numeric IS NULL OR total = ${p.amount}::numeric)
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export interface NewPayment {
+  id: string;
+  merchant_id: string;
+  invoice_id: string;
+  amount: string;
+  currency: string;
+  method: string | null;
+  notes: string | null;
+  provider: string;
+  transaction_id: string;
+  status: 'succeeded' | 'failed';
+  paid_at: Date | null;
+  created_at: Date;
+}
+
+export async function insertPayment(db: Queryable, p: NewPayment): Promise<void> {
+  await db`
+    INSERT INTO payments (id, merchant_id, invoice_id, amount, currency, method, notes, provider, transaction_id, status, paid_at, created_at)
+    VALUES (${p.id}, ${p.merchant_id}, ${p.invoice_id}, ${p.amount}::numeric, ${p.currency}, ${p.method}, ${p.notes},
+            ${p.provider}, ${p.transaction_id}, ${p.status}, ${p.paid_at}, ${p.created_at})`;
+}
+
+/** A draft is removed outright; its items go with it. */
+export async function deleteDraft(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    DELETE FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} AND status = 'draft' RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export async function markCancelled(db: Queryable, merchantId: string, id: string, reason: string | null, now: Date): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    UPDATE invoices SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = ${reason}, updated_at = ${now}
+     WHERE merchant_id = ${merchantId} AND id = ${id} AND status IN ('sent', 'viewed', 'overdue')
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+/**
+ * sent, viewed → overdue once the merchant's calendar date is past the due date; a batch at a
+ * time so one sweep never holds many row locks. The UTC-date bound lets the due-date index work.
+ */
+export async function markOverdueBatch(db: Queryable, now: Date, limit: number): Promise<{ id: string; merchant_id: string }[]> {
+  return db<{ id: string; merchant_id: string }[]>`
+    UPDATE invoices i SET status = 'overdue', updated_at = ${now}
+      FROM (
+        SELECT i2.id FROM invoices i2 JOIN merchants m ON m.id = i2.merchant_id
+         WHERE i2.status IN ('sent', 'viewed')
+           AND i2.due_date < (${now}::timestamptz AT TIME ZONE 'UTC')::date + 1
+           AND i2.due_date < (${now}::timestamptz AT TIME ZONE m.timezone)::date
+         ORDER BY i2.due_date
+         LIMIT ${limit}
+         FOR UPDATE OF i2 SKIP LOCKED
+      ) due
+     WHERE i.id = due.id AND i.status IN ('sent', 'viewed')
+    RETURNING i.id, i.merchant_id`;
+}
+
+/**
+ * Invoices whose automated reminder (days relative to the due date) falls on the merchant's
+ * today, at or after the send hour, and has not been sent yet.
+ */
+export async function dueAutomatedReminders(
+  db: Queryable,
+  now: Date,
+  offsets: readonly number[],
+  sendHour: string,
+  limit: number,
+): Promise<{ id: string; merchant_id: string; schedule_offset: number }[]> {
+  const minOffset = Math.min(...offsets);
+  const maxOffset = Math.max(...offsets);
+  return db<{ id: string; merchant_id: string; schedule_offset: number }[]>`
+    SELECT i.id, i.merchant_id, o.off AS schedule_offset
+      FROM invoices i
+      JOIN merchants m ON m.id = i.merchant_id
+      CROSS JOIN unnest(${offsets as number[]}::int[]) AS o(off)
+     WHERE i.status IN ('sent', 'viewed', 'overdue') AND i.source = 'api'
+       AND i.due_date BETWEEN (${now}::timestamptz AT TIME ZONE 'UTC')::date - ${maxOffset + 1}::int
+                          AND (${now}::timestamptz AT TIME ZONE 'UTC')::date - ${minOffset - 1}::int
+       AND i.due_date + o.off = (${now}::timestamptz AT TIME ZONE m.timezone)::date
+       AND (${now}::timestamptz AT TIME ZONE m.timezone)::time >= ${sendHour}::time
+       AND NOT EXISTS (SELECT 1 FROM reminders r WHERE r.invoice_id = i.id AND r.schedule_offset = o.off)
+     ORDER BY i.due_date, i.id
+     LIMIT ${limit}`;
+}

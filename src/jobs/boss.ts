@@ -1,0 +1,71 @@
+import PgBoss from 'pg-boss';
+import type { Queryable, Sql } from '../db/client.js';
+
+/**
+ * pg-boss speaks `executeSql(text, values)`; this seam lets it run on our postgres.js pool or,
+ * for `send`, inside the caller's transaction: a rolled-back request leaves no job behind.
+ */
+export function executor(db: Queryable): PgBoss.Db {
+  return {
+    async executeSql(text: string, values?: unknown[]) {
+      // pg-boss leaves optional values undefined (node-pg sends NULL); postgres.js serialises
+      // objects itself from the parameter types the server describes (jsonb), so they pass as is.
+      const params = (values ?? []).map((v) => (v === undefined ? null : v));
+      const rows = await db.unsafe(text, params as never[]);
+      return { rows: [...rows] };
+    },
+  };
+}
+
+// Each number is how long one run may hold its job before pg-boss hands it to another worker:
+// longer than the work's own timeout, so a live worker is never raced, short enough that a
+// job held by a dead worker comes back within about a minute.
+export const queues = {
+  emailSend: { name: 'email-send', expireInSeconds: 60, retryLimit: 8, retryDelay: 30, retryBackoff: true },
+  overdueSweep: { name: 'overdue-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
+  remindersSchedule: { name: 'reminders-schedule', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
+  idempotencyPurge: { name: 'idempotency-purge', expireInSeconds: 120, retryLimit: 2, retryDelay: 60 },
+} as const satisfies Record<string, PgBoss.Queue>;
+
+export type QueueName = (typeof queues)[keyof typeof queues]['name'];
+
+export interface BossOptions {
+  /** Only the worker process keeps the maintenance and cron timers. */
+  worker: boolean;
+}
+
+export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
+  return new PgBoss({
+    db: executor(sql),
+    migrate: false,
+    supervise: opts.worker,
+    schedule: opts.worker,
+  });
+}
+
+/** Creates pg-boss's schema and our queues; run by the migration step under its lock. */
+export async function migrateQueues(sql: Sql): Promise<void> {
+  const boss = new PgBoss({ db: executor(sql), migrate: true, supervise: false, schedule: false });
+  boss.on('error', () => {});
+  await boss.start();
+  try {
+    const existing = new Set((await boss.getQueues()).map((q) => q.name));
+    for (const q of Object.values(queues)) {
+      if (existing.has(q.name)) await boss.updateQueue(q.name, q);
+      else await boss.createQueue(q.name, q);
+    }
+  } finally {
+    await boss.stop({ graceful: false, close: false });
+  }
+}
+
+/** Enqueues inside the caller's transaction: the job exists exactly when the change commits. */
+export async function enqueue(
+  boss: PgBoss,
+  db: Queryable,
+  queue: QueueName,
+  data: object,
+  options: Omit<PgBoss.SendOptions, 'db'> = {},
+): Promise<string | null> {
+  return boss.send(queue, data, { ...options, db: executor(db) });
+}

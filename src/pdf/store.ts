@@ -1,0 +1,65 @@
+import { createHash } from 'node:crypto';
+import type { Queryable } from '../db/client.js';
+import { clock } from '../clock.js';
+import { getInvoice } from '../invoices/queries.js';
+import { getMerchant } from '../merchants/queries.js';
+import * as q from './queries.js';
+import { renderInvoicePdf } from './render.js';
+import { pdfFilename } from './text.js';
+
+export interface InvoicePdf {
+  content: Buffer;
+  /** Hex SHA-256 of `content`. */
+  sha256: string;
+  /** A draft's PDF: rendered on demand, marked as a draft, never stored. */
+  draft: boolean;
+  /** For Content-Disposition: `INV-000001.pdf`, `borrador-<id>.pdf`, `draft-<id>.pdf`. */
+  filename: string;
+}
+
+const sha256 = (content: Buffer) => createHash('sha256').update(content).digest('hex');
+
+/** The hosted page's address, printed in the PDF as its payment link. */
+export const publicUrlOf = (publicBase: string, token: string) => `${publicBase}/i/${token}`;
+
+/**
+ * The PDF of one of the merchant's invoices, or null when there is no such invoice.
+ *
+ * An issued invoice (any status but draft) has one document forever: the first caller renders
+ * and stores it (`ON CONFLICT DO NOTHING`), then everybody — this caller included — serves the
+ * stored row, so the API download, the hosted page and the e-mail attachment are the same bytes
+ * even when two of them race to render it first. A draft is rendered each time and never stored.
+ *
+ * `publicBase` is the service's public base URL (`config.publicBaseUrl`): every caller must pass
+ * the same one, since the stored document prints the hosted page's address.
+ */
+export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
+  const stored = await q.storedPdfFor(db, merchantId, invoiceId);
+  if (stored) return { content: stored.content, sha256: stored.sha256, draft: false, filename: pdfFilename(stored.invoice) };
+  const invoice = await getInvoice(db, merchantId, invoiceId);
+  if (!invoice) return null;
+  const merchant = await getMerchant(db, merchantId);
+  if (!merchant) return null;
+  const filename = pdfFilename(invoice);
+  const draft = invoice.status === 'draft';
+  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl: publicUrlOf(publicBase, invoice.public_token) });
+  if (draft) return { content, sha256: sha256(content), draft, filename };
+
+  await q.insertPdfIfAbsent(db, invoiceId, content, sha256(content), clock.now());
+  // Read back: when another caller stored first, theirs is the document.
+  const kept = await q.storedPdfFor(db, merchantId, invoiceId);
+  if (!kept) throw new Error(`invoice_pdfs row of ${invoiceId} vanished after insert`);
+  return { content: kept.content, sha256: kept.sha256, draft: false, filename };
+}
+
+/**
+ * For a job handed only the invoice id (the invoice e-mail): renders and stores the issued
+ * invoice's PDF unless it already is, and returns the stored document. Null for an unknown id
+ * or a draft (a draft's PDF is never stored).
+ */
+export async function storeInvoicePdf(db: Queryable, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
+  const merchantId = await q.invoiceMerchantId(db, invoiceId);
+  if (!merchantId) return null;
+  const pdf = await invoicePdf(db, merchantId, invoiceId, publicBase);
+  return pdf && !pdf.draft ? pdf : null;
+}

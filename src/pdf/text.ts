@@ -1,0 +1,123 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Decimal } from '../money.js';
+import { formatMoney } from '../format.js';
+import { templatesDir } from '../paths.js';
+import type { Locale } from '../invoices/schemas.js';
+
+const labelKeys = [
+  'title',
+  'number',
+  'draft',
+  'draftNotice',
+  'from',
+  'billTo',
+  'email',
+  'rut',
+  'phone',
+  'address',
+  'issueDate',
+  'dueDate',
+  'reference',
+  'description',
+  'quantity',
+  'unitPrice',
+  'lineTotal',
+  'subtotal',
+  'tax',
+  'taxExempt',
+  'taxInclusive',
+  'total',
+  'currency',
+  'exchangeRate',
+  'payOnline',
+  'page',
+  'of',
+  'filenameDraft',
+] as const;
+
+export type PdfLabels = Record<(typeof labelKeys)[number], string>;
+
+let cache: Record<Locale, PdfLabels> | null = null;
+
+function load(locale: Locale): PdfLabels {
+  const file = path.join(templatesDir, 'pdf', `${locale}.json`);
+  const raw = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  const missing = labelKeys.filter((k) => typeof raw[k] !== 'string');
+  if (missing.length > 0) throw new Error(`${file} lacks the labels ${missing.join(', ')}`);
+  return Object.fromEntries(labelKeys.map((k) => [k, raw[k]])) as PdfLabels;
+}
+
+/** The PDF's labels, read from templates/pdf/{es,en}.json on first use and kept. */
+export function pdfLabels(locale: Locale): PdfLabels {
+  cache ??= { es: load('es'), en: load('en') };
+  return cache[locale] ?? cache.es;
+}
+
+// Windows-1252 (WinAnsi), the encoding of the standard PDF fonts: Latin-1 plus these.
+const WIN_ANSI_EXTRA = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
+
+function encodable(ch: string): boolean {
+  const code = ch.codePointAt(0)!;
+  return (code >= 0x20 && code < 0x7f) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(ch);
+}
+
+/**
+ * Text the built-in Helvetica can show: Spanish (á, é, ñ, º, ¿) passes as is; other letters lose
+ * their accents (ő → o); typographic spaces become spaces; anything else becomes "?". Without
+ * this, a character outside WinAnsi would come out as a wrong glyph.
+ */
+export function pdfText(value: string): string {
+  let out = '';
+  for (const ch of value.normalize('NFC')) {
+    if (ch === '\n') {
+      out += ch;
+    } else if (encodable(ch)) {
+      out += ch;
+    } else if (/[\t\r\v\f\u0085\u2028\u2029]/.test(ch)) {
+      out += ' ';
+    } else {
+      const plain = ch.normalize('NFKD').replace(/\p{M}/gu, '');
+      out += plain !== '' && [...plain].every(encodable) ? plain : '?';
+    }
+  }
+  return out;
+}
+
+const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };
+const currencyDigits = (currency: string) => (currency === 'CLP' ? 0 : currency === 'CLF' ? 4 : 2);
+
+/**
+ * A unit price for people: like formatMoney, but a price with more decimals than its currency
+ * (they may carry up to 4) keeps them, so the line still adds up on paper.
+ */
+export function formatPrice(amount: string, currency: string, locale: Locale): string {
+  const digits = currencyDigits(currency);
+  const places = new Decimal(amount).decimalPlaces() ?? 0;
+  if (places <= digits) return formatMoney(amount, currency, locale);
+  const opts = { minimumFractionDigits: places, maximumFractionDigits: places };
+  if (locale === 'es' && currency === 'CLP') {
+    return new Intl.NumberFormat('es-CL', { ...opts, style: 'currency', currency: 'CLP' }).format(amount as never);
+  }
+  return `${currency} ${new Intl.NumberFormat(intlLocale[locale], opts).format(amount as never)}`;
+}
+
+/** "19 %" in Spanish, "19%" in English; "19.50" keeps its decimal ("19,5 %"). */
+export function formatPercent(rate: string, locale: Locale): string {
+  const n = new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 2 }).format(new Decimal(rate).toFixed() as never);
+  return locale === 'es' ? `${n} %` : `${n}%`;
+}
+
+/** An exchange rate as a plain locale number with up to six decimals. */
+export function formatRateNumber(rate: string, locale: Locale): string {
+  return new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 6 }).format(new Decimal(rate).toFixed() as never);
+}
+
+/** A file name safe in a Content-Disposition header: INV-000001.pdf, borrador-<id>.pdf. */
+export function pdfFilename(invoice: { id: string; invoice_number: string | null; status: string; locale: Locale }): string {
+  const base =
+    invoice.status === 'draft' || !invoice.invoice_number
+      ? `${pdfLabels(invoice.locale).filenameDraft}-${invoice.id}`
+      : invoice.invoice_number;
+  return `${base.replace(/[^A-Za-z0-9._-]/g, '_')}.pdf`;
+}

@@ -1,0 +1,368 @@
+// Idempotency-Key (decisions §7 and §14) on POST /invoices and /invoices/bulk, plus the stored
+// 404/409 answers through a probe route registered with the real API layer.
+import t from 'tap';
+import Fastify from 'fastify';
+import { z } from 'zod';
+import { AppError } from '../src/errors.js';
+import { clock, dateInZone } from '../src/clock.js';
+import { registerApi, API_BASE } from '../src/http/api.js';
+import { defineRoute } from '../src/http/route.js';
+import { sendError, toAppError } from '../src/http/envelope.js';
+import { setRate } from '../src/rates/service.js';
+import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
+
+let seq = 0;
+function body(extra: Record<string, unknown> = {}): Record<string, any> {
+  seq += 1;
+  return {
+    client: { name: `Cliente ${seq}`, email: `idem${seq}@example.cl` },
+    due_date: '2099-12-31',
+    items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
+    ...extra,
+  };
+}
+
+async function invoiceCount(h: TestApp, merchantId: string): Promise<number> {
+  const [r] = await h.sql`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`;
+  return r!.n as number;
+}
+
+const replayed = (r: ApiResponse) => r.headers['idempotent-replayed'] === 'true';
+
+t.test('idempotency', async (t) => {
+  const h = await testApp(t);
+  const post = (key: string, idem: string | undefined, b: unknown, path = '/invoices') =>
+    h.api('POST', path, { key, body: b, ...(idem === undefined ? {} : { headers: { 'Idempotency-Key': idem } }) });
+
+  t.test('a repeat replays the first answer byte for byte', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const b = body({ send_immediately: true });
+    const first = await post(key, 'k1', b);
+    t.equal(first.status, 201);
+    t.notOk(replayed(first), 'the first answer is not a replay');
+    const again = await post(key, 'k1', b);
+    t.equal(again.status, 201);
+    t.ok(replayed(again), 'Idempotent-Replayed: true');
+    t.equal(again.raw, first.raw, 'byte-identical body');
+    t.equal(again.headers['content-type'], first.headers['content-type']);
+    const third = await post(key, 'k1', b);
+    t.equal(third.raw, first.raw);
+    t.equal(await invoiceCount(h, merchantId), 1, 'one invoice');
+    const [counter] = await h.sql`SELECT last_number::int AS n FROM invoice_counters WHERE merchant_id = ${merchantId}`;
+    t.equal(counter!.n, 1, 'one number consumed');
+    const [ev] = await h.sql`SELECT count(*)::int AS n FROM events WHERE merchant_id = ${merchantId} AND type = 'invoice.created'`;
+    t.equal(ev!.n, 1, 'one invoice.created event');
+  });
+
+  t.test('same key, different body → 422 validation_error', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const b = body();
+    t.equal((await post(key, 'k-diff', b)).status, 201);
+    const other = await post(key, 'k-diff', { ...b, external_reference: 'changed' });
+    t.equal(other.status, 422);
+    t.ok(isEnvelope(other.body));
+    t.equal(other.body.code, 'validation_error');
+    t.notOk(replayed(other));
+    t.ok(
+      (other.body.details.errors as any[]).some((e) => e.path === 'Idempotency-Key'),
+      'names the Idempotency-Key',
+    );
+    t.equal(await invoiceCount(h, merchantId), 1);
+    // The original is still replayed after the mismatch.
+    t.ok(replayed(await post(key, 'k-diff', b)));
+  });
+
+  t.test('"same body" is the same JSON after parsing', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const a =
+      '{"client":{"name":"Orden","email":"orden@example.cl"},"due_date":"2099-01-01","items":[{"description":"x","quantity":2,"unit_price":5000}]}';
+    const b = `{
+      "items": [ { "unit_price": 5000.0, "description": "x", "quantity": 2 } ],
+      "due_date": "2099-01-01",
+      "client": { "email": "orden@example.cl", "name": "Orden" }
+    }`;
+    const first = await h.api('POST', '/invoices', { key, raw: a, headers: { 'Idempotency-Key': 'order' } });
+    t.equal(first.status, 201);
+    const second = await h.api('POST', '/invoices', { key, raw: b, headers: { 'Idempotency-Key': 'order' } });
+    t.equal(second.status, 201);
+    t.ok(replayed(second), 'reordered keys, whitespace and 5000.0 are the same body');
+    t.equal(second.raw, first.raw);
+    // Array order does matter.
+    const swapped = await h.api('POST', '/invoices', {
+      key,
+      body: {
+        client: { name: 'Orden', email: 'orden@example.cl' },
+        due_date: '2099-01-01',
+        items: [
+          { description: 'y', unit_price: 1 },
+          { description: 'x', quantity: 2, unit_price: 5000 },
+        ],
+      },
+      headers: { 'Idempotency-Key': 'order' },
+    });
+    t.equal(swapped.status, 422);
+    t.equal(await invoiceCount(h, merchantId), 1);
+  });
+
+  t.test('concurrent duplicates: one invoice; the others 409 (Retry-After: 5) or a replay', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    // A heavy body keeps the first request busy while the others arrive.
+    const b = body({ send_immediately: true, items: Array.from({ length: 200 }, (_, i) => ({ description: `l${i}`, unit_price: i })) });
+    const results = await Promise.all(Array.from({ length: 5 }, () => post(key, 'race', b)));
+    const fresh = results.filter((r) => r.status === 201 && !replayed(r));
+    t.equal(fresh.length, 1, 'exactly one request did the work');
+    for (const r of results) {
+      if (r === fresh[0]) continue;
+      if (r.status === 409) {
+        t.ok(isEnvelope(r.body));
+        t.equal(r.body.code, 'idempotency_conflict');
+        t.equal(r.body.retry, 'after_seconds:5');
+        t.equal(r.headers['retry-after'], '5');
+      } else {
+        t.equal(r.status, 201, 'otherwise a replay');
+        t.ok(replayed(r));
+        t.equal(r.raw, fresh[0]!.raw);
+      }
+    }
+    t.equal(await invoiceCount(h, merchantId), 1, 'one invoice');
+    const after = await post(key, 'race', b);
+    t.ok(replayed(after), 'once finished, a repeat is a replay');
+    t.equal(after.raw, fresh[0]!.raw);
+  });
+
+  t.test('without a key a retried create makes a second invoice', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const b = body();
+    const a = await post(key, undefined, b);
+    const c = await post(key, undefined, b);
+    t.equal(a.status, 201);
+    t.equal(c.status, 201);
+    t.not(a.body.invoice_id, c.body.invoice_id);
+    t.notOk(replayed(c));
+    t.equal(await invoiceCount(h, merchantId), 2);
+  });
+
+  t.test('key length: 1 to 255 characters', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const long = await post(key, 'k'.repeat(256), body());
+    t.equal(long.status, 422);
+    t.equal(long.body.code, 'validation_error');
+    t.ok((long.body.details.errors as any[]).some((e) => e.path === 'Idempotency-Key'));
+    t.equal(await invoiceCount(h, merchantId), 0);
+    const max = 'k'.repeat(255);
+    const b = body();
+    t.equal((await post(key, max, b)).status, 201, '255 is fine');
+    t.ok(replayed(await post(key, max, b)));
+    t.equal(await invoiceCount(h, merchantId), 1);
+  });
+
+  t.test('answers that are not stored leave the key free', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const reader = await h.key(['invoices:read'], { merchantId });
+
+    // 422 from body validation.
+    const good = body();
+    const bad = await post(key, 'fixme', { ...good, items: [{ description: 'x', unit_price: -1 }] });
+    t.equal(bad.status, 422);
+    const fixed = await post(key, 'fixme', good);
+    t.equal(fixed.status, 201, 'the corrected retry with the same key succeeds');
+    t.notOk(replayed(fixed));
+
+    // 422 raised while executing (due_date before issue_date).
+    const dates = body({ issue_date: '2026-03-10' });
+    const late = await post(key, 'dates', { ...dates, due_date: '2026-03-01' });
+    t.equal(late.status, 422);
+    t.equal(late.body.code, 'validation_error');
+    const fixedDates = await post(key, 'dates', dates);
+    t.equal(fixedDates.status, 201);
+    t.notOk(replayed(fixedDates));
+
+    // 400 currency_not_supported.
+    const cur = body();
+    t.equal((await post(key, 'cur', { ...cur, currency: 'XYZ' })).status, 400);
+    t.equal((await post(key, 'cur', cur)).status, 201);
+
+    // 403: the key's scope is checked before anything is claimed.
+    const denied = await post(reader.key, 'scoped', body());
+    t.equal(denied.status, 403);
+    const allowed = await post(key, 'scoped', body());
+    t.equal(allowed.status, 201);
+    t.notOk(replayed(allowed));
+
+    // 5xx (no exchange rate): the key is released; the same request succeeds once a rate exists.
+    const usd = body({ currency: 'USD' });
+    const failed = await post(key, 'usd', usd);
+    t.equal(failed.status, 503);
+    t.equal(failed.body.code, 'currency_conversion_failed');
+    await setRate(h.sql, merchantId, 'USD', dateInZone(clock.now(), 'America/Santiago'), '950.25');
+    const retried = await post(key, 'usd', usd);
+    t.equal(retried.status, 201);
+    t.notOk(replayed(retried));
+    t.equal(retried.body.currency, 'USD');
+
+    t.equal(await invoiceCount(h, merchantId), 5);
+    const [open] = await h.sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE merchant_id = ${merchantId} AND status = 'running'`;
+    t.equal(open!.n, 0, 'no claim left running');
+  });
+
+  t.test('scope: the merchant and the route', async (t) => {
+    const a = await h.key(['*']);
+    const b = await h.key(['*']);
+    const sameMerchant = await h.key(['*'], { merchantId: a.merchantId });
+    const payload = body();
+    const ra = await post(a.key, 'shared', payload);
+    const rb = await post(b.key, 'shared', payload);
+    t.equal(ra.status, 201);
+    t.equal(rb.status, 201);
+    t.notOk(replayed(rb), 'another merchant’s key of the same name is its own');
+    t.not(rb.body.invoice_id, ra.body.invoice_id);
+    t.equal(await invoiceCount(h, a.merchantId), 1);
+    t.equal(await invoiceCount(h, b.merchantId), 1);
+    // Another API key of the same merchant shares the merchant's keys.
+    const rc = await post(sameMerchant.key, 'shared', payload);
+    t.ok(replayed(rc), 'scope is the merchant, not the API key');
+    t.equal(rc.raw, ra.raw);
+    // The same key on another route is another record.
+    const bulk = await post(a.key, 'shared', { invoices: [payload] }, '/invoices/bulk');
+    t.equal(bulk.status, 200);
+    t.notOk(replayed(bulk));
+    t.equal(await invoiceCount(h, a.merchantId), 2);
+  });
+
+  t.test('POST /invoices/bulk is idempotent too', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const b = { invoices: [body({ send_immediately: true }), body({ currency: 'XYZ' }), body({ send_immediately: true })] };
+    const first = await post(key, 'bulk-1', b, '/invoices/bulk');
+    t.equal(first.status, 200);
+    t.match(first.body, { total: 3, succeeded: 2, failed: 1 });
+    const again = await post(key, 'bulk-1', b, '/invoices/bulk');
+    t.equal(again.status, 200);
+    t.ok(replayed(again));
+    t.equal(again.raw, first.raw);
+    t.equal(await invoiceCount(h, merchantId), 2);
+    const changed = await post(key, 'bulk-1', { invoices: [body()] }, '/invoices/bulk');
+    t.equal(changed.status, 422);
+    t.equal(changed.body.code, 'validation_error');
+    const empty = await post(key, 'bulk-2', { invoices: [] }, '/invoices/bulk');
+    t.equal(empty.status, 422, 'a rejected call');
+    const later = await post(key, 'bulk-2', { invoices: [body()] }, '/invoices/bulk');
+    t.equal(later.status, 200, '… stores nothing');
+    t.notOk(replayed(later));
+    const burst = await Promise.all(Array.from({ length: 4 }, () => post(key, 'bulk-3', b, '/invoices/bulk')));
+    t.equal(burst.filter((r) => r.status === 200 && !replayed(r)).length, 1, 'concurrent bulk: one does the work');
+    t.ok(burst.every((r) => r.status === 200 || (r.status === 409 && r.headers['retry-after'] === '5')));
+    t.equal(await invoiceCount(h, merchantId), 5);
+  });
+
+  t.test('records are replayed for 24 hours, then forgotten', async (t) => {
+    t.teardown(() => clock.reset());
+    const { key, merchantId } = await h.key(['*']);
+    const b = body({ issue_date: '2026-01-01' });
+    const first = await post(key, 'day', b);
+    t.equal(first.status, 201);
+    clock.advance(23 * 3600_000 + 59 * 60_000);
+    const within = await post(key, 'day', b);
+    t.ok(replayed(within), 'replayed at 23 h 59 min');
+    t.equal(within.raw, first.raw);
+    clock.advance(2 * 60_000);
+    const after = await post(key, 'day', b);
+    t.equal(after.status, 201);
+    t.notOk(replayed(after), 'after 24 h the key is new again');
+    t.not(after.body.invoice_id, first.body.invoice_id);
+    t.equal(await invoiceCount(h, merchantId), 2);
+  });
+});
+
+t.test('stored 404 and 409 answers, through the real API layer', async (t) => {
+  const h = await testApp(t);
+  let runs = 0;
+  const probe = defineRoute({
+    method: 'POST',
+    path: '/idempotency-probe',
+    operationId: 'idempotencyProbe',
+    summary: 'Test probe',
+    tag: 'Test',
+    scope: 'invoices:create',
+    idempotent: true,
+    body: z.strictObject({ outcome: z.enum(['ok', 'not_found', 'conflict', 'invalid', 'crash']), n: z.number().optional() }),
+    response: { status: 200, description: 'ok' },
+    errors: [],
+    handler: async ({ body, db }) => {
+      runs += 1;
+      // A write that must be rolled back whenever the request fails.
+      await db`INSERT INTO rate_limit_windows (bucket, window_start, hits) VALUES (${`probe-${runs}`}, 0, 1)`;
+      switch (body.outcome) {
+        case 'not_found':
+          throw new AppError('invoice_not_found', 'No such invoice.');
+        case 'conflict':
+          throw new AppError('invoice_invalid_state', 'Wrong state.', { details: { status: 'cancelled' } });
+        case 'invalid':
+          throw AppError.validation([{ path: 'payment_amount', message: 'must equal the total' }]);
+        case 'crash':
+          throw new Error('boom');
+        default:
+          return { status: 200, body: { runs } };
+      }
+    },
+  });
+  const app = Fastify({ logger: false });
+  app.setErrorHandler((err, _request, reply) => sendError(reply, toAppError(err)));
+  registerApi(app, h.ctx, [probe]);
+  await app.ready();
+  t.teardown(() => app.close());
+  const { key } = await h.key(['*']);
+  const call = async (idem: string, b: unknown) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: `${API_BASE}/idempotency-probe`,
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': idem },
+      payload: JSON.stringify(b),
+    });
+    return { status: res.statusCode, headers: res.headers, raw: res.body, body: JSON.parse(res.body) };
+  };
+  const probeRows = async () => (await h.sql`SELECT count(*)::int AS n FROM rate_limit_windows WHERE bucket LIKE 'probe-%'`)[0]!.n;
+
+  for (const [outcome, status, code] of [
+    ['not_found', 404, 'invoice_not_found'],
+    ['conflict', 409, 'invoice_invalid_state'],
+  ] as const) {
+    t.test(`a ${status} is stored and replayed`, async (t) => {
+      for (let i = 0; i < 5; i++) {
+        const before = runs;
+        const idem = `${outcome}-${i}`;
+        const first = await call(idem, { outcome });
+        t.equal(first.status, status);
+        t.ok(isEnvelope(first.body));
+        t.equal(first.body.code, code);
+        t.equal(runs, before + 1);
+        const again = await call(idem, { outcome });
+        t.equal(again.status, status, 'the same status');
+        t.equal(again.headers['idempotent-replayed'], 'true');
+        t.equal(again.raw, first.raw, 'the same bytes as the first answer');
+        t.equal(runs, before + 1, 'the handler did not run again');
+        const mismatch = await call(idem, { outcome, n: 1 });
+        t.equal(mismatch.status, 422, 'a different body is still a mismatch');
+      }
+      t.equal(await probeRows(), 0, 'the failed requests wrote nothing');
+    });
+  }
+
+  t.test('422 and 5xx raised while executing release the key', async (t) => {
+    for (const [outcome, status] of [
+      ['invalid', 422],
+      ['crash', 500],
+    ] as const) {
+      const before = runs;
+      const first = await call(`free-${outcome}`, { outcome });
+      t.equal(first.status, status);
+      const again = await call(`free-${outcome}`, { outcome });
+      t.equal(again.status, status);
+      t.notOk(again.headers['idempotent-replayed'], 'not a replay');
+      t.equal(runs, before + 2, 'the handler ran again');
+      const fixed = await call(`free-${outcome}`, { outcome: 'ok' });
+      t.equal(fixed.status, 200, 'a corrected request with the same key succeeds');
+      t.notOk(fixed.headers['idempotent-replayed']);
+    }
+    t.equal(await probeRows(), 2, 'only the two successful requests wrote');
+  });
+});
