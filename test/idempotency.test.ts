@@ -149,6 +149,10 @@ t.test('idempotency', async (t) => {
     t.equal(long.body.code, 'validation_error');
     t.ok((long.body.details.errors as any[]).some((e) => e.path === 'Idempotency-Key'));
     t.equal(await invoiceCount(h, merchantId), 0);
+    const empty = await post(key, '', body());
+    t.equal(empty.status, 422, 'an empty key is refused');
+    t.equal(empty.body.code, 'validation_error');
+    t.equal(await invoiceCount(h, merchantId), 0);
     const max = 'k'.repeat(255);
     const b = body();
     t.equal((await post(key, max, b)).status, 201, '255 is fine');
@@ -252,6 +256,45 @@ t.test('idempotency', async (t) => {
     t.equal(burst.filter((r) => r.status === 200 && !replayed(r)).length, 1, 'concurrent bulk: one does the work');
     t.ok(burst.every((r) => r.status === 200 || (r.status === 409 && r.headers['retry-after'] === '5')));
     t.equal(await invoiceCount(h, merchantId), 5);
+  });
+
+  t.test('mark-paid: 404 and 409 answers are stored and replayed', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    const draft = await post(key, undefined, body());
+    const id = draft.body.invoice_id as string;
+    const pay = { payment_method: 'transfer' };
+
+    const notSent = await post(key, 'mp-1', pay, `/invoices/${id}/mark-paid`);
+    t.equal(notSent.status, 409);
+    t.equal(notSent.body.code, 'invoice_not_sent');
+    t.notOk(replayed(notSent));
+    // The invoice changes state, but the stored answer is what a repeat gets.
+    const sent = await h.api('POST', `/invoices/${id}/send`, { key });
+    t.equal(sent.status, 200);
+    const again = await post(key, 'mp-1', pay, `/invoices/${id}/mark-paid`);
+    t.equal(again.status, 409);
+    t.ok(replayed(again));
+    t.equal(again.raw, notSent.raw, 'byte-identical 409');
+    t.equal((await h.api('GET', `/invoices/${id}`, { key })).body.status, 'sent', 'the replay did not pay the invoice');
+
+    const paid = await post(key, 'mp-2', pay, `/invoices/${id}/mark-paid`);
+    t.equal(paid.status, 200);
+    t.equal(paid.body.status, 'paid');
+    const paidAgain = await post(key, 'mp-2', pay, `/invoices/${id}/mark-paid`);
+    t.equal(paidAgain.status, 200, 'a repeat of a successful mark-paid is a replay, not invoice_already_paid');
+    t.ok(replayed(paidAgain));
+    t.equal(paidAgain.raw, paid.raw);
+    const [payments] = await h.sql`SELECT count(*)::int AS n FROM events WHERE merchant_id = ${merchantId} AND type = 'invoice.paid'`;
+    t.equal(payments!.n, 1, 'one invoice.paid event');
+
+    const missing = '01a206db-3c2d-713a-b423-ea5442122778';
+    const nf = await post(key, 'mp-3', pay, `/invoices/${missing}/mark-paid`);
+    t.equal(nf.status, 404);
+    t.equal(nf.body.code, 'invoice_not_found');
+    const nfAgain = await post(key, 'mp-3', pay, `/invoices/${missing}/mark-paid`);
+    t.equal(nfAgain.status, 404);
+    t.ok(replayed(nfAgain));
+    t.equal(nfAgain.raw, nf.raw, 'byte-identical 404');
   });
 
   t.test('records are replayed for 24 hours, then forgotten', async (t) => {

@@ -142,6 +142,8 @@ t.test('invoices', async (t) => {
     const [row] = await h.sql`SELECT locale FROM invoices WHERE id = ${res.body.invoice_id}`;
     t.equal(row!.locale, 'es');
 
+    const dueToday = await h.api('POST', '/invoices', { key, body: body({ due_date: today() }) });
+    t.equal(dueToday.status, 201, 'due today is on or after the default issue date');
     const en = await h.api('POST', '/invoices', { key, body: body({ locale: 'en', issue_date: '2026-01-05', due_date: '2026-01-05' }) });
     t.equal(en.status, 201, 'due_date equal to issue_date is fine');
     const [row2] = await h.sql`SELECT locale, issue_date FROM invoices WHERE id = ${en.body.invoice_id}`;
@@ -409,6 +411,10 @@ t.test('invoices', async (t) => {
     t.equal(inv.created_at, created.body.created_at);
     t.match(inv.created_at, TS);
     t.match(inv.updated_at, TS);
+    const client = await h.api('GET', `/clients/${created.body.client_id}`, { key });
+    t.match(client.body, { rut: '12345678-5', address: 'Calle 1', phone: '+56 9 1' }, 'the new client, RUT normalised');
+    const [snap] = await h.sql`SELECT client_rut, client_address FROM invoices WHERE id = ${id}`;
+    t.same(snap, { client_rut: '12345678-5', client_address: 'Calle 1' }, 'the snapshot keeps RUT and address');
     t.equal(inv.items.length, 2);
     for (const it of inv.items) {
       t.match(it.id, UUID);

@@ -143,12 +143,16 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
 /** Registers the external API's routes with auth, scopes, rate limit, validation and idempotency. */
 export function registerApi(app: FastifyInstance, ctx: AppContext, routes: RouteDef[]): void {
   app.addHook('onRequest', async (request, reply) => {
-    const path = request.url.split('?')[0] ?? '';
-    if (!path.startsWith(`${API_BASE}/`) && path !== API_BASE) return;
+    // An API route is known by the route matched, not by the raw URL: `/api/v1/%65xternal/...`
+    // reaches the same handler and must not skip authentication.
     const def = request.routeOptions.config.routeDef;
-    // The reference (a route of its own with no RouteDef) needs no key; an unknown path under
-    // /docs is an unknown route like any other (404 with the rate-limit headers).
-    if (!def && request.routeOptions.url !== undefined && path.startsWith(`${API_BASE}/docs`)) return;
+    if (!def) {
+      const path = request.url.split('?')[0] ?? '';
+      if (!path.startsWith(`${API_BASE}/`) && path !== API_BASE) return;
+      // The reference (a route of its own with no RouteDef) needs no key; an unknown path under
+      // the prefix, /docs included, is an unknown route (404 with the rate-limit headers).
+      if (request.routeOptions.url !== undefined) return;
+    }
     await authenticate(ctx, request, reply, def);
     // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
     // body of the wrong type (decisions §14: scope → path id → body).

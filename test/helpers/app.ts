@@ -41,7 +41,6 @@ export const TEST_ENV = {
   NODE_ENV: 'test',
   PUBLIC_BASE_URL: 'http://invoicing.test',
   LOG_LEVEL: 'silent',
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
 };
 
 /** The real app on a database of its own; everything is closed and dropped when the test ends. */
