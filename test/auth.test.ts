@@ -83,6 +83,25 @@ t.test('a missing key is 401 missing_api_key; an unknown one 401 invalid_api_key
   t.equal(row!.n, 0);
 });
 
+t.test('spellings of an API path that reach a route are authenticated like it', async (t) => {
+  const h = await testApp(t);
+  const { key } = await h.key(['clients:read']);
+  for (const url of [
+    '/api/v1/%65xternal/clients',
+    '/api/v1/external/cl%69ents',
+    '/api/v1/external/clients/',
+    '/api/v1/external/./clients',
+    '/api/v1/external/x/../clients',
+    `/api/%76%31/external/clients/${randomUUID()}`,
+  ]) {
+    const anonymous = await inject(h, { url });
+    assertError(t, anonymous, 401, 'missing_api_key', `${url} without a key:`);
+    const keyed = await inject(h, { url, headers: { 'x-api-key': key } });
+    t.ok([200, 404].includes(keyed.status), `${url} with a key: ${keyed.status}`, { found: keyed.body });
+    if (keyed.status === 404) t.equal(keyed.body?.code, 'client_not_found');
+  }
+});
+
 t.test('a revoked key is 401 invalid_api_key', async (t) => {
   const h = await testApp(t);
   const unused = await h.key(['clients:read']);

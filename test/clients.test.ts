@@ -106,6 +106,23 @@ t.test('e-mail is unique per merchant, ignoring case', async (t) => {
   t.equal((await h.api('GET', '/clients', { key })).body.data.length, 2, 'still two clients here');
 });
 
+t.test('concurrent requests cannot create two clients with one e-mail', async (t) => {
+  const { create, patch, list } = await setup(t);
+  const results = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => create({ name: `Racer ${i}`, email: i % 2 ? 'race@example.cl' : 'RACE@example.cl' })),
+  );
+  t.same(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409], 'exactly one wins');
+  for (const r of results.filter((r) => r.status === 409)) t.equal(r.body.code, 'client_already_exists');
+
+  const x = (await create({ name: 'X', email: 'x@example.cl' })).body;
+  const y = (await create({ name: 'Y', email: 'y@example.cl' })).body;
+  const renames = await Promise.all([patch(x.id, { email: 'same@example.cl' }), patch(y.id, { email: 'SAME@example.cl' })]);
+  t.same(renames.map((r) => r.status).sort(), [200, 409], 'one PATCH wins, the other conflicts');
+  const emails = (await list()).body.data.map((c: { email: string }) => c.email.toLowerCase());
+  t.equal(emails.filter((e: string) => e === 'same@example.cl').length, 1);
+  t.equal(emails.filter((e: string) => e === 'race@example.cl').length, 1);
+});
+
 t.test('PATCH changes only the fields given; null clears rut, phone and address', async (t) => {
   const { create, patch, get } = await setup(t);
   const full = { name: 'Ferretería Sur', email: 'ventas@sur.cl', rut: '12.345.678-5', phone: '+56 9 1111 2222', address: 'Calle 1, Temuco' };

@@ -6,7 +6,7 @@ import { hitRateLimit, secondsUntilReset, type RateLimitState } from './rate-lim
 import { claimKey, completeKey, releaseKey, requestHash } from './idempotency.js';
 import { parseOrThrow } from './validation.js';
 import { hasScope } from './scopes.js';
-import { sendError, toAppError, envelope } from './envelope.js';
+import { toAppError, envelope } from './envelope.js';
 import type { RouteDef, RouteResult } from './route.js';
 
 export { API_PREFIX as API_BASE } from './urls.js';
@@ -101,7 +101,8 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     throw AppError.validation([{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
   }
   const merchantId = auth.merchant.id;
-  const route = `${def.method} ${request.url.split('?')[0]}`;
+  // The route pattern with its parsed ids, so `/invoices/` and `/invoices` are one scope.
+  const route = `${def.method} ${def.path.replace(/:(\w+)/g, (_, name: string) => String((params as Record<string, unknown>)[name]))}`;
   const claim = await claimKey(ctx.sql, merchantId, route, idemKey, requestHash(request.body));
   switch (claim.kind) {
     case 'in_progress':

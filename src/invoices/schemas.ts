@@ -49,7 +49,6 @@ export const createInvoiceBody = z
       .meta({ description: "Percent; default the merchant's rate (19)" }),
     currency: z
       .string()
-      .max(8)
       .optional()
       .meta({ description: 'CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN or PEN; default the merchant base currency' }),
     items: z.array(invoiceItemInput).min(1, 'at least 1 item').max(200, 'at most 200 items'),
