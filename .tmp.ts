@@ -2,19 +2,14 @@ import { testApp } from './test/helpers/app.js';
 const t = { teardown: (fn: () => unknown) => { (globalThis as any).td = fn; } };
 const h = await testApp(t);
 const { key } = await h.key(['*']);
-h.app.log.level = 'error';
-for (const depth of [100, 1000, 2000, 2500, 5000]) {
-  for (const idem of [undefined, 'k' + depth]) {
-    const raw = `{"invoices":[${'['.repeat(depth)}${']'.repeat(depth)}]}`;
-    const res = await h.api('POST', '/invoices/bulk', { key, raw, headers: idem ? { 'idempotency-key': idem } : {} });
-    console.log(depth, idem ?? '-', res.status, res.raw.slice(0, 160));
-  }
-}
-for (const depth of [1000, 5000]) {
-  const raw = `{"invoices":[{"client": ${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}]}`;
-  const res = await h.api('POST', '/invoices/bulk', { key, raw });
-  console.log('obj', depth, res.status, res.raw.slice(0, 160));
-  const res2 = await h.api('POST', '/invoices', { key, raw: `{"client": ${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}` });
-  console.log('obj single', depth, res2.status, res2.raw.slice(0, 160));
-}
+const show = (l: string, r: any) => console.log(l, r.status, r.raw.slice(0, 200));
+show('client nul', await h.api('POST', '/clients', { key, body: { name: 'a\u0000b', email: 'x@example.com' } }));
+show('client nul addr', await h.api('POST', '/clients', { key, body: { name: 'ab', email: 'y@example.com', address: 'x\u0000' } }));
+show('client lone surrogate', await h.api('POST', '/clients', { key, body: { name: 'a\ud800', email: 'z@example.com' } }));
+show('invoice nul', await h.api('POST', '/invoices', { key, body: { client: { name: 'A', email: 'a@example.com' }, due_date: '2030-01-01', items: [{ description: 'x\u0000y', unit_price: 1 }], external_reference: 'r\u0000' } }));
+show('query nul', await h.api('GET', '/invoices?external_reference=%00'));
+show('query nul k', await h.api('GET', '/invoices?external_reference=a%00b', { key }));
+show('big', await h.api('POST', '/clients', { key, raw: JSON.stringify({ name: 'x'.repeat(1_100_000), email: 'q@example.com' }) }));
+show('long query', await h.api('GET', '/invoices?external_reference=' + 'x'.repeat(100_000), { key }));
+show('idem nul', await h.api('POST', '/invoices', { key, headers: { 'idempotency-key': 'ab\u00e9' }, body: { client: { name: 'A', email: 'a@example.com' }, due_date: '2030-01-01', items: [{ description: 'x', unit_price: 1 }] } }));
 await (globalThis as any).td();

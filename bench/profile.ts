@@ -14,7 +14,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createSql } from '../src/db/client.js';
+import postgres from 'postgres';
+import { createSql, type Sql } from '../src/db/client.js';
 import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
 import * as invoiceService from '../src/invoices/service.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
@@ -41,9 +42,14 @@ const ITEMS = [
 ];
 const BODY = { client: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76.086.428-5' }, due_date: '2030-12-31', items: ITEMS };
 
-function row(label: string, m: Measurement, extra = ''): void {
+function row(label: string, m: Measurement, extra: string): void {
   out(`| ${label} | ${m.rps.toFixed(0)} | ${m.p50.toFixed(2)} | ${m.p99.toFixed(2)} | ${m.failed + m.errors} | ${extra} |`);
 }
+
+const HEAD = [
+  '| Variant | ops/s | p50 ms | p99 ms | failed | CPU µs per op: this process / web / postgres / **total** | rest of machine busy |',
+  '|---|---:|---:|---:|---:|---|---:|',
+];
 
 function ticks(pid: number | string): number {
   try {
@@ -54,8 +60,11 @@ function ticks(pid: number | string): number {
   }
 }
 
-/** CPU seconds so far: whole machine, this process, the web process, all postgres processes. */
-function cpuSnapshot(webPid?: number) {
+/**
+ * CPU seconds so far: the whole machine, this process (load generator / driver), the web process,
+ * and the postgres backends serving the bench database (their process title names it).
+ */
+function cpuSnapshot(dbName: string, webPid?: number) {
   const hz = 100;
   const stat = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const idle = (stat[3] ?? 0) + (stat[4] ?? 0);
@@ -64,7 +73,7 @@ function cpuSnapshot(webPid?: number) {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') pg += ticks(pid);
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(`postgres: `) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${dbName} `)) pg += ticks(pid);
     } catch {
       /* gone */
     }
@@ -73,14 +82,17 @@ function cpuSnapshot(webPid?: number) {
   return { busy: (total - idle) / hz, self: (self.user + self.system) / 1e6, web: webPid ? ticks(webPid) / hz : 0, pg: pg / hz, at: performance.now() };
 }
 
-function cpuSplit(a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>): string {
+type Snap = ReturnType<typeof cpuSnapshot>;
+
+/** CPU µs per operation by process, and the share of the machine used by everything else. */
+function cpuCost(a: Snap, b: Snap, ops: number): string {
   const secs = (b.at - a.at) / 1000;
-  const pct = (x: number) => `${((x / secs) * 100).toFixed(0)}%`;
-  const busy = b.busy - a.busy;
+  const us = (x: number) => ((x / Math.max(1, ops)) * 1e6).toFixed(0);
   const self = b.self - a.self;
   const web = b.web - a.web;
   const pg = b.pg - a.pg;
-  return `machine ${pct(busy)} = bench ${pct(self)} + web ${pct(web)} + postgres ${pct(pg)} + others ${pct(Math.max(0, busy - self - web - pg))}`;
+  const others = Math.max(0, b.busy - a.busy - self - web - pg);
+  return `${us(self)} / ${us(web)} / ${us(pg)} / **${us(self + web + pg)}** | ${((others / secs) * 100).toFixed(0)}%`;
 }
 
 interface ProfileNode {
@@ -165,37 +177,47 @@ async function main(): Promise<void> {
 
     out(`## Diagnostics (${SECONDS} s per line, ${CONN} concurrent, pool ${POOL}, load average ${os.loadavg().map((n) => n.toFixed(2)).join(' / ')})\n`);
     out('### 1. Database work only (postgres.js in this process, no HTTP)\n');
-    out('| Variant | ops/s | p50 ms | p99 ms | failed | CPU (of ' + os.availableParallelism() * 100 + '%) |');
-    out('|---|---:|---:|---:|---:|---|');
-    const loops = async (label: string, op: (i: number) => Promise<unknown>, note = '') => {
-      let n = 0;
-      await runLoops(() => op(n++ % CONN), CONN, 1);
-      let k = 0;
-      const a = cpuSnapshot();
-      const m = await runLoops(() => op(k++ % CONN), CONN, SECONDS);
-      row(label, m, `${note}${note ? '; ' : ''}${cpuSplit(a, cpuSnapshot())}`);
+    HEAD.forEach((l) => out(l));
+    // Statements per operation, counted by a one-connection pool with postgres.js's debug hook
+    // (BEGIN and COMMIT included).
+    let statements = 0;
+    const counting = postgres(db.url, {
+      max: 1,
+      onnotice: () => {},
+      debug: () => {
+        statements++;
+      },
+    }) as unknown as Sql;
+    const loops = async (label: string, op: (s: Sql) => Promise<unknown>) => {
+      statements = 0;
+      await op(counting);
+      const perOp = statements;
+      await runLoops(() => op(sql), CONN, 1);
+      const a = cpuSnapshot(db.name);
+      const m = await runLoops(() => op(sql), CONN, SECONDS);
+      row(`${label} [${perOp} statements]`, m, cpuCost(a, cpuSnapshot(db.name), m.ok));
       return m;
     };
-    const readInvoice = () => getInvoice(sql, seed.merchantId, invoiceId);
+    const readInvoice = (s: Sql) => getInvoice(s, seed.merchantId, invoiceId);
     const hot = `key:${auth.keyId}`;
     await loops('G0 getInvoice (= GET ceiling)', readInvoice);
-    await loops('G1 hitRateLimit, one bucket (as the API: every request of a key hits one row)', () => hitRateLimit(sql, hot, 2e9));
-    await loops('G2 hitRateLimit one bucket → getInvoice (the API\'s GET database work)', async () => {
-      await hitRateLimit(sql, hot, 2e9);
-      await readInvoice();
+    await loops('G1 hitRateLimit alone, one bucket (as the API: every request of a key updates one row)', (s) => hitRateLimit(s, hot, 2e9));
+    await loops("G2 hitRateLimit one bucket → getInvoice (the API's GET database work)", async (s) => {
+      await hitRateLimit(s, hot, 2e9);
+      await readInvoice(s);
     });
     let spread = 0;
-    await loops('G3 hitRateLimit, 32 buckets (no hot row) → getInvoice', async () => {
-      await hitRateLimit(sql, `key:spread-${spread++ % CONN}`, 2e9);
-      await readInvoice();
+    await loops('G3 as G2 with 32 buckets (no hot row)', async (s) => {
+      await hitRateLimit(s, `key:spread-${spread++ % CONN}`, 2e9);
+      await readInvoice(s);
     });
-    await loops('G4 getInvoice → pure SELECT 1 (two round trips, no write)', async () => {
-      await sql`SELECT 1`;
-      await readInvoice();
+    await loops('G4 SELECT 1 → getInvoice (two round trips, no write)', async (s) => {
+      await s`SELECT 1`;
+      await readInvoice(s);
     });
 
-    const ceilingTx = () =>
-      sql.begin((tx) =>
+    const ceilingTx = (s: Sql) =>
+      s.begin((tx) =>
         insertInvoice(
           tx,
           {
@@ -210,11 +232,11 @@ async function main(): Promise<void> {
     let keyN = 0;
     const route = `POST ${API_PREFIX}/invoices`;
     const hash = requestHash(BODY);
-    const apiPost = async (opts: { rateLimit: boolean; claimOutside: boolean }) => {
-      if (opts.rateLimit) await hitRateLimit(sql, hot, 2e9);
+    const apiPost = async (s: Sql, opts: { rateLimit: boolean; claimOutside: boolean }) => {
+      if (opts.rateLimit) await hitRateLimit(s, hot, 2e9);
       const key = `prof-${++keyN}`;
-      if (opts.claimOutside) await claimKey(sql, seed.merchantId, route, key, hash);
-      await sql.begin(async (tx) => {
+      if (opts.claimOutside) await claimKey(s, seed.merchantId, route, key, hash);
+      await s.begin(async (tx) => {
         if (!opts.claimOutside) {
           await tx`INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
                    VALUES (${seed.merchantId}, ${route}, ${key}, ${hash}, 'running', now() + interval '1 minute', now(), now() + interval '1 day')`;
@@ -223,15 +245,17 @@ async function main(): Promise<void> {
         await completeKey(tx, seed.merchantId, route, key, 201, JSON.stringify(invoiceService.createdResponse(r, deps.urls)));
       });
     };
-    await loops('P0 BEGIN; insertInvoice (2 statements); COMMIT (= POST ceiling)', ceilingTx);
-    await loops('P1 the API\'s POST database work: rate limit; claimKey (own commit); tx{client, invoice, items, re-read, event, completeKey}', () => apiPost({ rateLimit: true, claimOutside: true }));
-    await loops('P2 as P1 without the rate-limit statement', () => apiPost({ rateLimit: false, claimOutside: true }));
-    await loops('P3 as P1 with the idempotency claim inside the business transaction (one commit)', () => apiPost({ rateLimit: true, claimOutside: false }));
-    await loops('P4 createInvoice alone in a transaction (no rate limit, no idempotency)', () => sql.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+    await loops('P0 BEGIN; insertInvoice; COMMIT (= POST ceiling)', ceilingTx);
+    await loops("P1 the API's POST database work: rate limit; claimKey (own commit); tx{client, invoice, items, re-read, event, completeKey}", (s) =>
+      apiPost(s, { rateLimit: true, claimOutside: true }),
+    );
+    await loops('P2 as P1 without the rate-limit statement', (s) => apiPost(s, { rateLimit: false, claimOutside: true }));
+    await loops('P3 as P1 with the idempotency claim inside the business transaction (one commit)', (s) => apiPost(s, { rateLimit: true, claimOutside: false }));
+    await loops('P4 createInvoice alone in a transaction (no rate limit, no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+    await counting.end({ timeout: 5 });
 
     out('\n### 2. HTTP through the web process (autocannon in this process)\n');
-    out('| Variant | req/s | p50 ms | p99 ms | failed | CPU (of ' + os.availableParallelism() * 100 + '%) |');
-    out('|---|---:|---:|---:|---:|---|');
+    HEAD.forEach((l) => out(l));
     web = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
     const http = async (label: string, pathName: string, headers: Record<string, string>, method: 'GET' | 'POST' = 'GET', body?: string) => {
       const load = (seconds: number) =>
@@ -240,22 +264,15 @@ async function main(): Promise<void> {
           ...(method === 'POST' ? { perRequestHeaders: () => ({ 'idempotency-key': `h-${++keyN}` }) } : {}),
         });
       await load(1);
-      const a = cpuSnapshot(web!.pid);
+      const a = cpuSnapshot(db.name, web!.pid);
       const m = await load(SECONDS);
-      const b = cpuSnapshot(web!.pid);
-      row(label, m, cpuSplit(a, b));
+      row(label, m, cpuCost(a, cpuSnapshot(db.name, web!.pid), m.ok));
     };
     const keyHeaders = { 'x-api-key': seed.apiKey };
     await http('H0 GET /healthz (no auth, no database)', '/healthz', {});
     await http('H1 GET /invoices/{id}', `${API_PREFIX}/invoices/${invoiceId}`, keyHeaders);
     await http('H2 GET /invoices/{id} status summary (/status: no items, fewer fields)', `${API_PREFIX}/invoices/${invoiceId}/status`, keyHeaders);
     await http('H3 POST /invoices', `${API_PREFIX}/invoices`, { ...keyHeaders, 'content-type': 'application/json' }, 'POST', JSON.stringify(BODY));
-    {
-      const a = cpuSnapshot();
-      const m = await runLoops(readInvoice, CONN, SECONDS);
-      const b = cpuSnapshot();
-      row('G0 again, for its CPU split', m, cpuSplit(a, b));
-    }
     await web.stop();
     web = null;
 

@@ -168,6 +168,11 @@ t.test('the reference', async (t) => {
       t.ok(html.includes(`<code class="path">${relative(def.path)}</code>`), `${def.operationId} path`);
     }
     for (const code of Object.keys(errorCatalogue)) t.ok(html.includes(`id="error-${code}"`), `${code} has an anchor`);
+    // Anchors are unique and every in-page link lands on one.
+    const ids = [...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]!);
+    t.equal(new Set(ids).size, ids.length, 'ids are unique');
+    const broken = [...html.matchAll(/\shref="#([^"]*)"/g)].map((m) => m[1]!).filter((id) => !ids.includes(id));
+    t.same(broken, [], 'no broken in-page link');
     // Text is escaped: the curl examples' quotes and the "<" of no tag leak through unescaped.
     t.notMatch(html.replace(/<\/?[a-z][a-z0-9]*(?:\s[^<>]*)?>|<!doctype html>/gi, ''), /[<>]/, 'no stray angle brackets outside tags');
   });

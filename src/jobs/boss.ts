@@ -45,10 +45,12 @@ export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
 
 /** Creates pg-boss's schema and our queues; run by the migration step under its lock. */
 export async function migrateQueues(sql: Sql): Promise<void> {
-  const boss = new PgBoss({ db: executor(sql), migrate: true, supervise: false, schedule: false });
+  // pg-boss migrates with BEGIN … COMMIT in one script: that needs one connection of its own.
+  const conn = await sql.reserve();
+  const boss = new PgBoss({ db: executor(conn as unknown as Sql), migrate: true, supervise: false, schedule: false });
   boss.on('error', () => {});
-  await boss.start();
   try {
+    await boss.start();
     const existing = new Set((await boss.getQueues()).map((q) => q.name));
     for (const q of Object.values(queues)) {
       if (existing.has(q.name)) await boss.updateQueue(q.name, q);
@@ -56,6 +58,7 @@ export async function migrateQueues(sql: Sql): Promise<void> {
     }
   } finally {
     await boss.stop({ graceful: false, close: false });
+    conn.release();
   }
 }
 

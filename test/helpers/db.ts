@@ -43,7 +43,8 @@ async function ensureTemplate(admin: postgres.Sql, base: string): Promise<string
     if (!exists) {
       const building = `${name}_build_${randomBytes(3).toString('hex')}`;
       await conn.unsafe(`CREATE DATABASE "${building}"`);
-      const sql = createSql(withDatabase(base, building), { max: 1 });
+      // A pool like production's: migrations must not assume a single connection.
+      const sql = createSql(withDatabase(base, building), { max: 4 });
       try {
         await migrate(sql);
       } finally {
