@@ -15,8 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { createSql, type Sql } from '../src/db/client.js';
-import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
+import { createSql, type Queryable, type Sql } from '../src/db/client.js';
+import { getInvoice, insertInvoice, type InvoiceRow } from '../src/invoices/queries.js';
+import { findClientByEmail } from '../src/clients/queries.js';
+import { emitEvent } from '../src/events/emit.js';
 import * as invoiceService from '../src/invoices/service.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import { ApiKeyStore } from '../src/http/auth.js';
@@ -188,6 +190,7 @@ async function main(): Promise<void> {
         statements++;
       },
     }) as unknown as Sql;
+    await counting`SELECT 1`; // the connection's own start-up queries are not counted
     const loops = async (label: string, op: (s: Sql) => Promise<unknown>) => {
       statements = 0;
       await op(counting);
@@ -216,8 +219,12 @@ async function main(): Promise<void> {
       await readInvoice(s);
     });
 
-    const ceilingTx = (s: Sql) =>
-      s.begin((tx) =>
+    await loops('G5 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) => {
+      const inv = await readInvoice(s);
+      return JSON.stringify(invoiceService.invoiceResource(inv!, deps.urls));
+    });
+
+    const insertOnly = (tx: Queryable) =>
         insertInvoice(
           tx,
           {
@@ -227,8 +234,8 @@ async function main(): Promise<void> {
             tax_rate: '19.00', subtotal: '29500', tax_total: '5605', total: '35105', public_token: randomToken(), locale: 'es', created_at: new Date(),
           },
           ITEMS.map((it, i) => ({ id: newId(), position: i, product_id: null, description: it.description, quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price) })),
-        ),
-      );
+        );
+    const ceilingTx = (s: Sql) => s.begin((tx) => insertOnly(tx));
     let keyN = 0;
     const route = `POST ${API_PREFIX}/invoices`;
     const hash = requestHash(BODY);
@@ -252,6 +259,49 @@ async function main(): Promise<void> {
     await loops('P2 as P1 without the rate-limit statement', (s) => apiPost(s, { rateLimit: false, claimOutside: true }));
     await loops('P3 as P1 with the idempotency claim inside the business transaction (one commit)', (s) => apiPost(s, { rateLimit: true, claimOutside: false }));
     await loops('P4 createInvoice alone in a transaction (no rate limit, no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+    await loops('P5 BEGIN; insertInvoice; INSERT events (small payload); COMMIT', (s) =>
+      s.begin(async (tx) => {
+        await insertOnly(tx);
+        await emitEvent(tx, seed.merchantId, 'invoice.created', { object: {} });
+      }),
+    );
+    // What the same guarantees could cost: key claimed inside the business transaction, invoice and
+    // items in one statement, the event built from what was inserted (no re-read), event and key
+    // completion pipelined, no rate-limit round trip.
+    await loops('P6 sketch: BEGIN; claim; find client; invoice+items (one CTE); event ∥ completeKey; COMMIT', (s) =>
+      s.begin(async (tx) => {
+        const key = `prof-${++keyN}`;
+        await tx`INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
+                 VALUES (${seed.merchantId}, ${route}, ${key}, ${hash}, 'running', now() + interval '1 minute', now(), now() + interval '1 day')`;
+        const client = (await findClientByEmail(tx, seed.merchantId, 'pagos@andes.cl'))!;
+        const id = newId();
+        const now = new Date();
+        const items = ITEMS.map((it, i) => ({
+          id: newId(), position: i, product_id: null, description: it.description,
+          quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price),
+        }));
+        const [row] = await tx<InvoiceRow[]>`
+          WITH inv AS (
+            INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, status, currency, issue_date, due_date,
+                                  is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale, created_at, updated_at)
+            VALUES (${id}, ${seed.merchantId}, ${client.id}, ${client.name}, ${client.email}, ${client.rut}, 'draft', 'CLP', '2026-01-15'::date,
+                    '2030-12-31'::date, false, false, 19, 29500, 5605, 35105, ${randomToken()}, 'es', ${now}, ${now})
+            RETURNING *
+          ), its AS (
+            INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
+            SELECT unnest(${items.map((i) => i.id)}::uuid[]), ${id}, unnest(${items.map((i) => i.position)}::int[]),
+                   unnest(${items.map((i) => i.product_id)}::text[]), unnest(${items.map((i) => i.description)}::text[]),
+                   unnest(${items.map((i) => i.quantity)}::numeric[]), unnest(${items.map((i) => i.unit_price)}::numeric[]),
+                   unnest(${items.map((i) => i.line_total)}::numeric[])
+          )
+          SELECT * FROM inv`;
+        const resource = invoiceService.invoiceResource({ ...row!, items }, deps.urls);
+        await Promise.all([
+          emitEvent(tx, seed.merchantId, 'invoice.created', { object: resource }),
+          completeKey(tx, seed.merchantId, route, key, 201, JSON.stringify(invoiceService.createdResponse(row!, deps.urls))),
+        ]);
+      }),
+    );
     await counting.end({ timeout: 5 });
 
     out('\n### 2. HTTP through the web process (autocannon in this process)\n');

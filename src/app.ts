@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { registerApi } from './http/api.js';
+import { unstorableJson } from './http/validation.js';
 import { sendError, toAppError } from './http/envelope.js';
 import { migrationsCurrent } from './db/migrate.js';
 import { apiRoutes } from './routes.js';
@@ -68,11 +69,15 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, raw, done) => {
     const text = String(raw);
     if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch {
-      done(AppError.validation([{ path: 'body', message: 'malformed JSON' }], 400, 'Malformed JSON body.'), undefined);
+      return done(AppError.validation([{ path: 'body', message: 'malformed JSON' }], 400, 'Malformed JSON body.'), undefined);
     }
+    const unstorable = unstorableJson(parsed);
+    if (unstorable) return done(AppError.validation([unstorable]), undefined);
+    done(null, parsed);
   });
 
   app.setErrorHandler((err, request, reply) => {

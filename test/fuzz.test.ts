@@ -340,6 +340,38 @@ function histogram(seen: Map<number, number>): string {
     .join(' ');
 }
 
+/** A valid-looking value: required fields and every optional string field (the ones text goes in). */
+function plausible(schema: unknown, resolve: (s: unknown) => Json, depth = 0): unknown {
+  const s = resolve(schema);
+  if (s.default !== undefined) return s.default;
+  if (Array.isArray(s.enum)) return s.enum[0];
+  const variants = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
+  if (Array.isArray(variants)) return plausible(variants.find((v) => resolve(v).type !== 'null') ?? variants[0], resolve, depth + 1);
+  const type = Array.isArray(s.type) ? (s.type as string[]).find((x) => x !== 'null') : s.type;
+  if (depth > 6) return null;
+  switch (type) {
+    case 'object': {
+      const props = (s.properties ?? {}) as Record<string, unknown>;
+      const required = (s.required ?? []) as string[];
+      const keep = Object.keys(props).filter((k) => required.includes(k) || resolve(props[k]).type === 'string');
+      return Object.fromEntries(keep.map((k) => [k, plausible(props[k], resolve, depth + 1)]));
+    }
+    case 'array':
+      return [plausible(s.items, resolve, depth + 1)];
+    case 'number':
+    case 'integer':
+      return typeof s.minimum === 'number' ? Math.max(s.minimum, 1) : 1;
+    case 'boolean':
+      return false;
+    case 'string':
+      return (
+        { date: '2030-12-31', 'date-time': '2026-11-22T03:16:13.123Z', email: 'nul@example.com', uuid: '00000000-0000-4000-8000-000000000000', uri: 'https://127.0.0.1/x' } as Record<string, string>
+      )[String(s.format)] ?? 'text';
+    default:
+      return null;
+  }
+}
+
 /** Copies of a value, each with a NUL appended to one of its strings: [field path, copy]. */
 function nulVariants(v: unknown, path = ''): [string, unknown][] {
   if (typeof v === 'string') return [[path || 'body', `${v}\u0000`]];
@@ -382,6 +414,22 @@ t.test('fuzzing every route', async (t) => {
   const known: Record<string, string[]> = {};
   const add = (name: string, id: unknown) => typeof id === 'string' && (known[name] ??= []).push(id);
   const post = async (path: string, body: unknown) => (await h.api('POST', path, { key, body })).body as Json;
+  // A new resource per case where one case could change the state the next one needs.
+  let serial = 0;
+  const fresh: Record<string, () => Promise<string>> = {
+    client_id: async () => String((await post('/clients', { name: `Fresh ${++serial}`, email: `fresh${serial}@example.com` })).id),
+    invoice_id: async () =>
+      String(
+        (
+          await post('/invoices', {
+            client: { name: 'Fresh', email: 'fresh@example.com' },
+            due_date: '2030-12-31',
+            items: [{ description: 'Fresh', quantity: 1, unit_price: 1000 }],
+            send_immediately: true,
+          })
+        ).invoice_id,
+      ),
+  };
   for (let i = 0; i < 3; i++) {
     const client = await post('/clients', { name: `Fuzz ${i}`, email: `fuzz${i}@example.com` });
     add('client_id', client.id);
@@ -407,8 +455,8 @@ t.test('fuzzing every route', async (t) => {
     const seen = new Map<number, number>();
     const deepArrays = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
     for (const def of apiRoutes) {
-      const ids = Object.fromEntries(paramNames(def).map((n) => [n, known[n]?.[0] ?? '00000000-0000-0000-0000-000000000000']));
-      const url = pathWith(def, ids);
+      // Path ids are put in per case (below), each a fresh resource in a state every operation accepts.
+      const url = pathWith(def, Object.fromEntries(paramNames(def).map((n) => [n, `:${n}`])));
       const cases: { name: string; url: string; payload?: string; headers?: Record<string, string> }[] = [
         // A query parameter named "": the 422 must still name a field.
         { name: 'query "="', url: `${url}?=1` },
@@ -418,7 +466,13 @@ t.test('fuzzing every route', async (t) => {
       if (def.body) {
         const json = { 'content-type': 'application/json' };
         // The route's own example (valid but for the NUL added to each of its strings).
-        for (const [field, body] of nulVariants(def.example?.body)) cases.push({ name: `example body with a NUL in ${field}`, url, payload: JSON.stringify(body), headers: json });
+        const schema = jsonSchema(def.body);
+        for (const [source, base] of [
+          ['example', def.example?.body],
+          ['plausible', plausible(schema, resolver(schema))],
+        ] as const) {
+          for (const [field, body] of nulVariants(base)) cases.push({ name: `${source} body with a NUL in ${field}`, url, payload: JSON.stringify(body), headers: json });
+        }
         cases.push(
           // A body that is not an object, and a field named "": the 422 must still name a field.
           { name: 'body 0', url, payload: '0', headers: json },
@@ -435,11 +489,16 @@ t.test('fuzzing every route', async (t) => {
         );
       }
       for (const c of cases) {
+        let target = c.url;
+        for (const n of paramNames(def)) {
+          const id = fresh[n] ? await fresh[n]() : (known[n]?.[0] ?? '00000000-0000-0000-0000-000000000000');
+          target = target.replace(`:${n}`, id);
+        }
         try {
-          await send(h, key, { method: def.method, url: c.url, ...(c.payload !== undefined ? { payload: c.payload } : {}), ...(c.headers ? { headers: c.headers } : {}) }, seen);
+          await send(h, key, { method: def.method, url: target, ...(c.payload !== undefined ? { payload: c.payload } : {}), ...(c.headers ? { headers: c.headers } : {}) }, seen);
           t.pass(`${def.method} ${def.path}: ${c.name}`);
         } catch (err) {
-          t.fail(`${def.method} ${def.path}: ${c.name}`, { diag: { error: (err as Error).message.slice(0, 800) } } as never);
+          t.fail(`${def.method} ${def.path}: ${c.name}`, { exchange: (err as Error).message.slice(0, 800) });
         }
       }
     }

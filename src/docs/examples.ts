@@ -29,6 +29,8 @@ export function curlExample(
   const url = `${publicBaseUrl}${API_PREFIX}${path}${query}`;
   const lines = [`curl -sS${def.method === 'GET' ? '' : ` -X ${def.method}`} "${url}"`, `  -H "X-API-Key: $API_KEY"`];
   if (def.idempotent) lines.push(`  -H "Idempotency-Key: $(uuidgen)"`);
+  const media = (def.response.contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
+  if (media !== 'application/json') lines.push(`  -o response.${(media.split('/')[1] ?? 'bin').replace(/[^a-z0-9]/g, '') || 'bin'}`);
   if (def.body) {
     const body = def.example?.body !== undefined ? def.example.body : schemas.body ? sampleValue(schemas.body, resolve) : {};
     lines.push(`  -H "Content-Type: application/json"`, `  -d ${shellQuote(JSON.stringify(body))}`);

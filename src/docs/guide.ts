@@ -224,7 +224,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
       title: 'Paging',
       blocks: [
         {
-          p: `List routes${lists.length ? ` (${lists.map((r) => `\`${r.method} ${displayPath(r.path)}\``).join(', ')})` : ''} answer \`{ "data": [...], "limit": n, "offset": m, "has_more": bool }\`. \`limit\` is 1 to 100 (default 50), \`offset\` starts at 0 (default 0). There is no total count: read pages until \`has_more\` is false (the server fetches limit+1 rows to know; a short page is the last one). Out-of-range values are a 422.`,
+          p: `List routes${lists.length ? ` (${lists.map((r) => `\`${r.method} ${displayPath(r.path)}\``).join(', ')})` : ''} answer \`{ "data": [...], "limit": n, "offset": m, "has_more": bool }\`. \`limit\` is 1 to 100 (default 50), \`offset\` starts at 0 (default 0). There is no total count. To walk a list, advance \`offset\` by \`limit\` until \`has_more\` is false; a client that ignores \`has_more\` can use the limit+1 pattern instead (ask for one item more than it shows, and treat a page shorter than that as the end). Out-of-range values are a 422.`,
         },
         { code: `curl -sS "${baseUrl}/invoices?limit=100&offset=100" -H "X-API-Key: $API_KEY"` },
       ],

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.js';
 import { type AuthContext, ipAllowed } from './auth.js';
 import { hitRateLimit, secondsUntilReset, type RateLimitState } from './rate-limit.js';
 import { claimKey, completeKey, releaseKey, requestHash } from './idempotency.js';
-import { parseOrThrow } from './validation.js';
+import { parseOrThrow, unstorableJson } from './validation.js';
 import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
 import type { RouteDef, RouteResult } from './route.js';
@@ -78,7 +78,9 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   if (request.body !== undefined && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
     throw AppError.validation([{ path: 'body', message: 'Content-Type must be application/json' }], 415, 'Content-Type must be application/json.');
   }
-  const query = def.query ? parseOrThrow(def.query, request.query ?? {}) : {};
+  const badQuery = unstorableJson(request.query ?? {}, 'query');
+  if (badQuery) throw AppError.validation([badQuery]);
+  const query = def.query ? parseOrThrow(def.query, request.query ?? {}, 422, '', 'query') : {};
   const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
   const input = { params, query, body, auth, ctx };
 

@@ -20,8 +20,11 @@ export function executor(db: Queryable): PgBoss.Db {
 // Each number is how long one run may hold its job before pg-boss hands it to another worker:
 // longer than the work's own timeout, so a live worker is never raced, short enough that a
 // job held by a dead worker comes back within about a minute.
+// pg-boss treats a lease that ran out like a failure: the job waits its first retry delay
+// before it runs again. The e-mail's first delay is therefore short (5–10 s) and the backoff
+// does the rest: 11 retries spread over about 3 to 6 hours.
 export const queues = {
-  emailSend: { name: 'email-send', expireInSeconds: 60, retryLimit: 8, retryDelay: 30, retryBackoff: true },
+  emailSend: { name: 'email-send', expireInSeconds: 60, retryLimit: 11, retryDelay: 5, retryBackoff: true },
   overdueSweep: { name: 'overdue-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   remindersSchedule: { name: 'reminders-schedule', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   idempotencyPurge: { name: 'idempotency-purge', expireInSeconds: 120, retryLimit: 2, retryDelay: 60 },
@@ -34,12 +37,18 @@ export interface BossOptions {
   worker: boolean;
 }
 
+// How often a worker looks for leases that ran out (one worker per interval does the work, the
+// others only ask). pg-boss's default, 120 s, would leave a dead worker's job stranded for up to
+// two minutes after its lease: decisions §5 wants it back within about a minute.
+const MAINTENANCE_INTERVAL_SECONDS = 10;
+
 export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
   return new PgBoss({
     db: executor(sql),
     migrate: false,
     supervise: opts.worker,
     schedule: opts.worker,
+    maintenanceIntervalSeconds: MAINTENANCE_INTERVAL_SECONDS,
   });
 }
 
