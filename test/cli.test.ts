@@ -1,0 +1,50 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { testApp } from './helpers/app.js';
+
+const run = promisify(execFile);
+
+/** The CLI as support staff run it, against this test's database. */
+async function cli(dbUrl: string, ...args: string[]): Promise<any> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: dbUrl, LOG_LEVEL: 'silent' },
+  });
+  return JSON.parse(stdout);
+}
+
+t.test('merchants and keys through the CLI; the key works once and only its hash is stored', async (t) => {
+  const h = await testApp(t);
+  const merchant = await cli(h.dbUrl, 'merchants', 'create', '--name', 'Comercial Andes SpA', '--email', 'f@andes.cl');
+  t.match(merchant, { name: 'Comercial Andes SpA', base_currency: 'CLP', payment_provider: null });
+  const listed = await cli(h.dbUrl, 'merchants', 'list');
+  t.same(listed.map((m: { id: string }) => m.id), [merchant.id]);
+
+  const key = await cli(h.dbUrl, 'keys', 'create', '--merchant', merchant.id, '--scopes', 'clients:read,invoices:read', '--rate-limit', '5');
+  t.match(key.key, /^ik_live_[0-9A-Za-z]{32}$/);
+  t.equal(key.prefix, key.key.slice(0, 12));
+  t.same(key.scopes, ['clients:read', 'invoices:read']);
+  const [stored] = await h.sql`SELECT encode(key_hash, 'hex') AS h FROM api_keys WHERE id = ${key.id}`;
+  t.not(stored!.h, key.key, 'the key itself is not stored');
+
+  const ok = await h.api('GET', '/clients', { key: key.key });
+  t.equal(ok.status, 200);
+  t.equal(ok.headers['x-ratelimit-limit'], '5');
+
+  const keys = await cli(h.dbUrl, 'keys', 'list', '--merchant', merchant.id);
+  t.equal(keys.length, 1);
+  t.notOk('key' in keys[0], 'a listed key never shows the secret');
+
+  const revoked = await cli(h.dbUrl, 'keys', 'revoke', key.id);
+  t.ok(revoked.revoked_at);
+});
+
+t.test('the CLI refuses bad input with a JSON error and a non-zero exit', async (t) => {
+  const h = await testApp(t);
+  await t.rejects(cli(h.dbUrl, 'keys', 'create', '--merchant', 'not-a-uuid', '--scopes', '*'));
+  const err = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'keys', 'create', '--merchant', '01a206ed-7a6d-73e1-a5e5-cb81cf0e70a0', '--scopes', 'everything'], {
+    env: { ...process.env, DATABASE_URL: h.dbUrl },
+  }).catch((e: { code: number; stderr: string }) => e);
+  t.equal((err as { code: number }).code, 1);
+  t.match(JSON.parse((err as { stderr: string }).stderr), { error: { code: 'validation_error' } });
+});
