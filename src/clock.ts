@@ -14,7 +14,15 @@ export const clock = {
   },
 };
 
+// Building an Intl formatter costs far more than using one; invoices ask for "today" on every create.
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+
 /** Calendar date (YYYY-MM-DD) of an instant in a time zone. */
 export function dateInZone(at: Date, timeZone: string): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  let format = dateFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dateFormats.set(timeZone, format);
+  }
+  return format.format(at);
 }

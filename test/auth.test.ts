@@ -1,6 +1,6 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { testApp, isEnvelope, type ApiResponse, type TestApp } from './helpers/app.js';
+import { testApp, isEnvelope, toApiResponse, type ApiResponse, type TestApp } from './helpers/app.js';
 import { apiRoutes } from '../src/routes.js';
 import { scopes, type Scope } from '../src/http/scopes.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -47,14 +47,9 @@ function freshWindow(t: { teardown(fn: () => unknown): void }): void {
 }
 
 async function inject(h: TestApp, opts: { method?: string; url: string; headers?: Record<string, string>; remoteAddress?: string; payload?: string }): Promise<ApiResponse> {
-  const res = await h.app.inject({ method: (opts.method ?? 'GET') as 'GET', url: opts.url, headers: opts.headers ?? {}, ...(opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {}), ...(opts.payload !== undefined ? { payload: opts.payload } : {}) });
-  let body: unknown = null;
-  try {
-    body = res.body ? JSON.parse(res.body) : null;
-  } catch {
-    body = res.body;
-  }
-  return { status: res.statusCode, headers: res.headers, body, raw: res.body };
+  return toApiResponse(
+    await h.app.inject({ method: (opts.method ?? 'GET') as 'GET', url: opts.url, headers: opts.headers ?? {}, ...(opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {}), ...(opts.payload !== undefined ? { payload: opts.payload } : {}) }),
+  );
 }
 
 t.test('a missing key is 401 missing_api_key; an unknown one 401 invalid_api_key', async (t) => {

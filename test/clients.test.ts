@@ -1,8 +1,8 @@
 import t from 'tap';
 import { testApp, isEnvelope, type TestApp } from './helpers/app.js';
+import { UUID } from './helpers/fixtures.js';
 
 const BASE = 'http://invoicing.test/api/v1/external';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const MISSING_ID = '0191e4b2-7c1a-7000-8000-00000000beef';
 

@@ -177,3 +177,13 @@ t.test('the reference', async (t) => {
     t.notMatch(html.replace(/<\/?[a-z][a-z0-9]*(?:\s[^<>]*)?>|<!doctype html>/gi, ''), /[<>]/, 'no stray angle brackets outside tags');
   });
 });
+
+t.test('the reference, like every keyless request, is counted per address with the rate-limit headers', async (t) => {
+  const h = await testApp(t);
+  for (const path of ['/docs', '/docs/openapi.json', '/docs/llms.txt']) {
+    const res = await h.api('GET', path);
+    t.equal(res.status, 200, path);
+    t.equal(res.headers['x-ratelimit-limit'], '600', path);
+    t.ok(Number(res.headers['x-ratelimit-remaining']) < 600, path);
+  }
+});

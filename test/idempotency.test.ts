@@ -5,22 +5,14 @@ import Fastify from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../src/errors.js';
 import { clock, dateInZone } from '../src/clock.js';
-import { registerApi, API_BASE } from '../src/http/api.js';
+import { registerApi } from '../src/http/api.js';
+import { API_PREFIX as API_BASE } from '../src/http/urls.js';
 import { defineRoute } from '../src/http/route.js';
 import { sendError, toAppError } from '../src/http/envelope.js';
 import { setRate } from '../src/rates/service.js';
 import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
+import { invoiceBody as body } from './helpers/fixtures.js';
 
-let seq = 0;
-function body(extra: Record<string, unknown> = {}): Record<string, any> {
-  seq += 1;
-  return {
-    client: { name: `Cliente ${seq}`, email: `idem${seq}@example.cl` },
-    due_date: '2099-12-31',
-    items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
-    ...extra,
-  };
-}
 
 async function invoiceCount(h: TestApp, merchantId: string): Promise<number> {
   const [r] = await h.sql`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`;

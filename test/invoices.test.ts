@@ -6,24 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { clock, dateInZone } from '../src/clock.js';
 import { setRate } from '../src/rates/service.js';
 import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
+import { TS, UUID, invoiceBody as body } from './helpers/fixtures.js';
 
 const PUBLIC = 'http://invoicing.test';
 const API = `${PUBLIC}/api/v1/external`;
-const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const today = () => dateInZone(clock.now(), 'America/Santiago');
 
-let seq = 0;
-function body(extra: Record<string, unknown> = {}): Record<string, any> {
-  seq += 1;
-  return {
-    client: { name: `Cliente ${seq}`, email: `cliente${seq}@example.cl` },
-    due_date: '2099-12-31',
-    items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
-    ...extra,
-  };
-}
 
 function errorPaths(res: ApiResponse): string[] {
   return ((res.body?.details?.errors ?? []) as { path: string }[]).map((e) => e.path);

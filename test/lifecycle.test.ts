@@ -3,29 +3,16 @@
 // the real worker delivers to a real SMTP server, and the jobs enqueued in the request transaction.
 import t from 'tap';
 import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
+import { TS, UUID, invoiceBody } from './helpers/fixtures.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import type { Worker } from '../jobs/worker.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { sendInvoice } from '../src/invoices/service.js';
 import { invoiceDeps } from '../src/invoices/routes.js';
 
-const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 type State = 'draft' | 'sent' | 'viewed' | 'overdue' | 'paid' | 'cancelled';
 type Op = 'send' | 'mark-paid' | 'remind' | 'cancel';
 
-let seq = 0;
-/** CLP, 2 × 5000 + 19 % tax: total 11900. */
-function invoiceBody(extra: Record<string, unknown> = {}): Record<string, any> {
-  seq += 1;
-  return {
-    client: { name: `Cliente ${seq}`, email: `cliente${seq}@example.cl` },
-    due_date: '2099-12-31',
-    items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
-    ...extra,
-  };
-}
 
 async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

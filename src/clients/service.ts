@@ -29,7 +29,8 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === '23505';
 }
 
-export async function createClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string) {
+/** Inserts the client and announces it; null when one with that e-mail (any case) exists. */
+async function insertNewClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string): Promise<q.ClientRow | null> {
   const row = await q.insertClient(db, {
     id: newId(),
     merchant_id: merchantId,
@@ -40,30 +41,22 @@ export async function createClient(db: Queryable, merchantId: string, input: Cre
     address: input.address ?? null,
     now: clock.now(),
   });
+  if (row) await emitEvent(db, merchantId, 'client.created', { object: clientResource(row, apiBase) });
+  return row;
+}
+
+export async function createClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string) {
+  const row = await insertNewClient(db, merchantId, input, apiBase);
   if (!row) throw alreadyExists(input.email);
-  const resource = clientResource(row, apiBase);
-  await emitEvent(db, merchantId, 'client.created', { object: resource });
-  return resource;
+  return clientResource(row, apiBase);
 }
 
 /** Reuses the merchant's client with this e-mail as it is, or creates one (invoice and checkout creation). */
 export async function findOrCreateClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string): Promise<q.ClientRow> {
   const existing = await q.findClientByEmail(db, merchantId, input.email);
   if (existing) return existing;
-  const row = await q.insertClient(db, {
-    id: newId(),
-    merchant_id: merchantId,
-    name: input.name,
-    email: input.email,
-    rut: input.rut ?? null,
-    phone: input.phone ?? null,
-    address: input.address ?? null,
-    now: clock.now(),
-  });
-  if (row) {
-    await emitEvent(db, merchantId, 'client.created', { object: clientResource(row, apiBase) });
-    return row;
-  }
+  const row = await insertNewClient(db, merchantId, input, apiBase);
+  if (row) return row;
   // Created by a concurrent request between our read and insert.
   const raced = await q.findClientByEmail(db, merchantId, input.email);
   if (!raced) throw new AppError('internal_error', 'Client could not be created.');

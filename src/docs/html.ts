@@ -3,7 +3,7 @@
 // no external resource, so it works offline and under a strict Content-Security-Policy.
 import { API_PREFIX } from '../http/urls.js';
 import type { Block, Section } from './guide.js';
-import type { JsonSchema } from './openapi.js';
+import type { JsonSchema, Parameter } from './openapi.js';
 import { componentResolver, constraints, deref, fieldRows, refName, typeLabel, type FieldRow, type Resolver } from './schema.js';
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -53,14 +53,6 @@ function fieldsTable(rows: FieldRow[]): string {
       [r.description ? inline(r.description) : '', r.notes.length ? `<span class="muted">${escapeHtml(r.notes.join('; '))}</span>` : ''].filter(Boolean).join('<br>'),
     ]),
   );
-}
-
-interface Parameter {
-  name: string;
-  in: string;
-  required?: boolean;
-  description?: string;
-  schema?: JsonSchema;
 }
 
 function schemaHtml(schema: unknown, resolve: Resolver): string {

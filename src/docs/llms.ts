@@ -4,16 +4,8 @@
 import type { RouteDef } from '../http/route.js';
 import { API_PREFIX } from '../http/urls.js';
 import { API_SUMMARY, API_TITLE, displayPath, guide, sectionsToMarkdown } from './guide.js';
-import { errorsByStatus, openApiPath, type JsonSchema, type PublicRoute } from './openapi.js';
+import { errorsByStatus, openApiPath, type JsonSchema, type Parameter, type PublicRoute } from './openapi.js';
 import { componentResolver, constraints, deref, fieldRows, refName, typeLabel, type FieldRow, type Resolver } from './schema.js';
-
-interface Parameter {
-  name: string;
-  in: string;
-  required?: boolean;
-  description?: string;
-  schema?: JsonSchema;
-}
 
 function fieldLine(row: FieldRow): string {
   const bits = [row.type, row.required ? 'required' : 'optional', ...row.notes];

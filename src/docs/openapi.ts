@@ -11,6 +11,15 @@ export type { JsonSchema };
  * A route served under the API prefix that needs no key and is not a RouteDef (the reference
  * itself). It is documented with `security: []`.
  */
+/** One entry of an operation's `parameters`, as the document writes it. */
+export interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: JsonSchema;
+}
+
 export interface PublicRoute {
   method: 'GET';
   path: string;
@@ -56,8 +65,8 @@ export function errorsByStatus(def: RouteDef): [number, ErrorCode[]][] {
   return [...byStatus.entries()].sort(([a], [b]) => a - b);
 }
 
-function parameters(def: RouteDef, components: Record<string, JsonSchema>): unknown[] {
-  const out: unknown[] = [];
+function parameters(def: RouteDef, components: Record<string, JsonSchema>): Parameter[] {
+  const out: Parameter[] = [];
   for (const [where, schema] of [
     ['path', def.params],
     ['query', def.query],

@@ -9,12 +9,13 @@ import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
 import type { RouteDef, RouteResult } from './route.js';
 
-export { API_PREFIX as API_BASE } from './urls.js';
 import { API_PREFIX as API_BASE } from './urls.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     auth?: AuthContext;
+    /** The route's path parameters, parsed once in the onRequest hook. */
+    apiParams?: unknown;
   }
   interface FastifyContextConfig {
     routeDef?: RouteDef;
@@ -36,14 +37,20 @@ function rateLimitedError(state: RateLimitState): AppError {
  * Checks in the order the decisions fix: key (401) → address (403) → rate limit (429) → scope (403).
  * Requests with no valid key are counted per client address, so they carry the headers too.
  */
+/** Requests with no valid key count against the client address; over the limit is a 429. */
+async function limitByAddress(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const state = await hitRateLimit(ctx.sql, `ip:${request.ip}`, ctx.config.RATE_LIMIT_PER_MINUTE);
+  setRateHeaders(reply, state);
+  if (state.exceeded) throw rateLimitedError(state);
+}
+
 async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, def: RouteDef | undefined): Promise<void> {
   const defaultLimit = ctx.config.RATE_LIMIT_PER_MINUTE;
   const header = request.headers['x-api-key'];
   const key = Array.isArray(header) ? header[0] : header;
   const byAddress = async (err: AppError): Promise<never> => {
-    const state = await hitRateLimit(ctx.sql, `ip:${request.ip}`, defaultLimit);
-    setRateHeaders(reply, state);
-    throw state.exceeded ? rateLimitedError(state) : err;
+    await limitByAddress(ctx, request, reply);
+    throw err;
   };
   if (!def) return void (await byAddress(new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)));
   if (!key) return byAddress(new AppError('missing_api_key', 'Send your API key in the X-API-Key header.'));
@@ -73,7 +80,7 @@ function send(reply: FastifyReply, status: number, body: string, headers?: Recor
 
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const auth = request.auth!;
-  const params = def.params ? parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400) : {};
+  const params = request.apiParams ?? {};
   // Fastify parses text/plain by itself; the API takes JSON only (415, decisions §14).
   if (request.body !== undefined && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
     throw AppError.validation([{ path: 'body', message: 'Content-Type must be application/json' }], 415, 'Content-Type must be application/json.');
@@ -152,14 +159,15 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
     if (!def) {
       const path = request.url.split('?')[0] ?? '';
       if (!path.startsWith(`${API_BASE}/`) && path !== API_BASE) return;
-      // The reference (a route of its own with no RouteDef) needs no key; an unknown path under
-      // the prefix, /docs included, is an unknown route (404 with the rate-limit headers).
-      if (request.routeOptions.url !== undefined) return;
+      // The reference (a route of its own with no RouteDef) needs no key, so it is counted per
+      // address like any keyless request; an unknown path under the prefix, /docs included, is an
+      // unknown route (404 with the rate-limit headers).
+      if (request.routeOptions.url !== undefined) return limitByAddress(ctx, request, reply);
     }
     await authenticate(ctx, request, reply, def);
     // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
     // body of the wrong type (decisions §14: scope → path id → body).
-    if (def?.params) parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);
+    if (def?.params) request.apiParams = parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);
   });
   for (const def of routes) {
     app.route({

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Sql } from '../db/client.js';
-import { clock } from '../clock.js';
 
 export interface MerchantSettings {
   id: string;
@@ -110,4 +109,3 @@ export function ipAllowed(allowed: string[], ip: string): boolean {
   return false;
 }
 
-export { clock };

@@ -1,4 +1,4 @@
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/app.js';
 import { ApiKeyStore } from '../../src/http/auth.js';
@@ -99,16 +99,20 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
       if (payload !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
         headers['content-type'] = 'application/json';
       }
-      const res = await app.inject({ method, url: API_PREFIX + path, headers, ...(payload !== undefined ? { payload } : {}) });
-      let body: unknown = null;
-      try {
-        body = res.body ? JSON.parse(res.body) : null;
-      } catch {
-        body = res.body;
-      }
-      return { status: res.statusCode, headers: res.headers, body, raw: res.body };
+      return toApiResponse(await app.inject({ method, url: API_PREFIX + path, headers, ...(payload !== undefined ? { payload } : {}) }));
     },
   };
+}
+
+/** An injected response with its body parsed as JSON when it is JSON. */
+export function toApiResponse(res: LightMyRequestResponse): ApiResponse {
+  let body: unknown = null;
+  try {
+    body = res.body ? JSON.parse(res.body) : null;
+  } catch {
+    body = res.body;
+  }
+  return { status: res.statusCode, headers: res.headers, body, raw: res.body };
 }
 
 /** Asserts the one error envelope of the spec. */

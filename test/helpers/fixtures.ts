@@ -1,0 +1,16 @@
+/** RFC 3339 UTC with milliseconds, the only timestamp form the API writes. */
+export const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let seq = 0;
+
+/** A POST /invoices body for a new client each call: CLP, 2 × 5000 + 19 % tax, total 11900. */
+export function invoiceBody(extra: Record<string, unknown> = {}): Record<string, any> {
+  seq += 1;
+  return {
+    client: { name: `Cliente ${seq}`, email: `cliente${seq}@example.cl` },
+    due_date: '2099-12-31',
+    items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
+    ...extra,
+  };
+}
