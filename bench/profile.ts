@@ -2,12 +2,13 @@
  * `tsx bench/profile.ts`: diagnostics behind bench/run.ts's ratios (not part of `npm run bench`).
  *
  * 1. The database work of each API request replayed straight through postgres.js, one statement
- *    group at a time, to price the rate-limit, idempotency and event statements.
+ *    group at a time, to price the idempotency and event statements and each extra round trip.
  * 2. HTTP floors (GET /healthz) and CPU accounting (bench process / web process / rest) while the
  *    API is under load, to see which process the CPUs go to.
  * 3. A V8 CPU profile of the web process under steady GET and POST load (bench/cpu-profile-hook.ts).
  *
- * Same environment as run.ts (DATABASE_URL or embedded; PROFILE_SECONDS, default 5).
+ * Same environment as run.ts (DATABASE_URL or embedded; PROFILE_SECONDS, default 5;
+ * PROFILE_SECTIONS, e.g. `2,3`, default all three).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -16,14 +17,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { createSql, type Queryable, type Sql } from '../src/db/client.js';
-import { getInvoice, insertInvoice, type InvoiceRow } from '../src/invoices/queries.js';
-import { findClientByEmail } from '../src/clients/queries.js';
+import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
 import { emitEvent } from '../src/events/emit.js';
 import * as invoiceService from '../src/invoices/service.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import { ApiKeyStore } from '../src/http/auth.js';
-import { hitRateLimit } from '../src/http/rate-limit.js';
-import { claimKey, completeKey, requestHash } from '../src/http/idempotency.js';
+import { lookupKey, requestHash, storeAnswer } from '../src/http/idempotency.js';
 import { newId, randomToken } from '../src/ids.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
@@ -34,6 +33,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
 const CONN = 32;
 const POOL = Number(process.env.DATABASE_POOL_SIZE ?? 10);
+const SECTIONS = new Set((process.env.PROFILE_SECTIONS ?? '1,2,3').split(',').map((n) => n.trim()));
 const log = (msg: string) => process.stderr.write(`[profile] ${msg}\n`);
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -175,186 +175,134 @@ async function main(): Promise<void> {
     const input = createInvoiceBody.parse(BODY);
     const first = await sql.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps));
     const invoiceId = first.id;
-    const clientId = first.client_id;
+    const client = { id: first.client_id, name: first.client_name, email: first.client_email, rut: first.client_rut, phone: null, address: null };
 
     out(`## Diagnostics (${SECONDS} s per line, ${CONN} concurrent, pool ${POOL}, load average ${os.loadavg().map((n) => n.toFixed(2)).join(' / ')})\n`);
-    out('### 1. Database work only (postgres.js in this process, no HTTP)\n');
-    HEAD.forEach((l) => out(l));
-    // Statements per operation, counted by a one-connection pool with postgres.js's debug hook
-    // (BEGIN and COMMIT included).
-    let statements = 0;
-    const counting = postgres(db.url, {
-      max: 1,
-      onnotice: () => {},
-      debug: () => {
-        statements++;
-      },
-    }) as unknown as Sql;
-    await counting`SELECT 1`; // the connection's own start-up queries are not counted
-    const loops = async (label: string, op: (s: Sql) => Promise<unknown>) => {
-      statements = 0;
-      await op(counting);
-      const perOp = statements;
-      await runLoops(() => op(sql), CONN, 1);
-      const a = cpuSnapshot(db.name);
-      const m = await runLoops(() => op(sql), CONN, SECONDS);
-      row(`${label} [${perOp} statements]`, m, cpuCost(a, cpuSnapshot(db.name), m.ok));
-      return m;
-    };
-    const readInvoice = (s: Sql) => getInvoice(s, seed.merchantId, invoiceId);
-    const hot = `key:${auth.keyId}`;
-    await loops('G0 getInvoice (= GET ceiling)', readInvoice);
-    await loops('G1 hitRateLimit alone, one bucket (as the API: every request of a key updates one row)', (s) => hitRateLimit(s, hot, 2e9));
-    await loops("G2 hitRateLimit one bucket → getInvoice (the API's GET database work)", async (s) => {
-      await hitRateLimit(s, hot, 2e9);
-      await readInvoice(s);
-    });
-    let spread = 0;
-    await loops('G3 as G2 with 32 buckets (no hot row)', async (s) => {
-      await hitRateLimit(s, `key:spread-${spread++ % CONN}`, 2e9);
-      await readInvoice(s);
-    });
-    await loops('G4 SELECT 1 → getInvoice (two round trips, no write)', async (s) => {
-      await s`SELECT 1`;
-      await readInvoice(s);
-    });
-
-    await loops('G5 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) => {
-      const inv = await readInvoice(s);
-      return JSON.stringify(invoiceService.invoiceResource(inv!, deps.urls));
-    });
-
-    const insertOnly = (tx: Queryable) =>
-        insertInvoice(
-          tx,
-          {
-            id: newId(), merchant_id: seed.merchantId, client_id: clientId, client_name: 'Comercial Andes SpA', client_email: 'pagos@andes.cl',
-            client_rut: '76086428-5', client_phone: null, client_address: null, external_reference: null, status: 'draft', currency: 'CLP',
-            exchange_rate: null, base_currency: null, issue_date: '2026-01-15', due_date: '2030-12-31', is_tax_exempt: false, tax_inclusive: false,
-            tax_rate: '19.00', subtotal: '29500', tax_total: '5605', total: '35105', public_token: randomToken(), locale: 'es', created_at: new Date(),
-          },
-          ITEMS.map((it, i) => ({ id: newId(), position: i, product_id: null, description: it.description, quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price) })),
-        );
-    const ceilingTx = (s: Sql) => s.begin((tx) => insertOnly(tx));
     let keyN = 0;
-    const route = `POST ${API_PREFIX}/invoices`;
-    const hash = requestHash(BODY);
-    const apiPost = async (s: Sql, opts: { rateLimit: boolean; claimOutside: boolean }) => {
-      if (opts.rateLimit) await hitRateLimit(s, hot, 2e9);
-      const key = `prof-${++keyN}`;
-      if (opts.claimOutside) await claimKey(s, seed.merchantId, route, key, hash);
-      await s.begin(async (tx) => {
-        if (!opts.claimOutside) {
-          await tx`INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
-                   VALUES (${seed.merchantId}, ${route}, ${key}, ${hash}, 'running', now() + interval '1 minute', now(), now() + interval '1 day')`;
-        }
-        const r = await invoiceService.createInvoice(tx, auth.merchant, input, deps);
-        await completeKey(tx, seed.merchantId, route, key, 201, JSON.stringify(invoiceService.createdResponse(r, deps.urls)));
+    if (SECTIONS.has('1')) {
+      out('### 1. Database work only (postgres.js in this process, no HTTP)\n');
+      HEAD.forEach((l) => out(l));
+      // Statements per operation, counted by a one-connection pool with postgres.js's debug hook
+      // (BEGIN and COMMIT included).
+      let statements = 0;
+      const counting = postgres(db.url, {
+        max: 1,
+        onnotice: () => {},
+        debug: () => {
+          statements++;
+        },
+      }) as unknown as Sql;
+      await counting`SELECT 1`; // the connection's own start-up queries are not counted
+      const loops = async (label: string, op: (s: Sql) => Promise<unknown>) => {
+        statements = 0;
+        await op(counting);
+        const perOp = statements;
+        await runLoops(() => op(sql), CONN, 1);
+        const a = cpuSnapshot(db.name);
+        const m = await runLoops(() => op(sql), CONN, SECONDS);
+        row(`${label} [${perOp} statements]`, m, cpuCost(a, cpuSnapshot(db.name), m.ok));
+        return m;
+      };
+      const readInvoice = (s: Sql) => getInvoice(s, seed.merchantId, invoiceId);
+      await loops('G0 getInvoice (= GET ceiling)', readInvoice);
+      await loops('G1 SELECT 1 → getInvoice (the price of one more round trip)', async (s) => {
+        await s`SELECT 1`;
+        await readInvoice(s);
       });
-    };
-    await loops('P0 BEGIN; insertInvoice; COMMIT (= POST ceiling)', ceilingTx);
-    await loops("P1 the API's POST database work: rate limit; claimKey (own commit); tx{client, invoice, items, re-read, event, completeKey}", (s) =>
-      apiPost(s, { rateLimit: true, claimOutside: true }),
-    );
-    await loops('P2 as P1 without the rate-limit statement', (s) => apiPost(s, { rateLimit: false, claimOutside: true }));
-    await loops('P3 as P1 with the idempotency claim inside the business transaction (one commit)', (s) => apiPost(s, { rateLimit: true, claimOutside: false }));
-    await loops('P4 createInvoice alone in a transaction (no rate limit, no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
-    await loops('P5 BEGIN; insertInvoice; INSERT events (small payload); COMMIT', (s) =>
-      s.begin(async (tx) => {
-        await insertOnly(tx);
-        await emitEvent(tx, seed.merchantId, 'invoice.created', { object: {} });
-      }),
-    );
-    // What the same guarantees could cost: key claimed inside the business transaction, invoice and
-    // items in one statement, the event built from what was inserted (no re-read), event and key
-    // completion pipelined, no rate-limit round trip.
-    await loops('P6 sketch: BEGIN; claim; find client; invoice+items (one CTE); event ∥ completeKey; COMMIT', (s) =>
-      s.begin(async (tx) => {
-        const key = `prof-${++keyN}`;
-        await tx`INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
-                 VALUES (${seed.merchantId}, ${route}, ${key}, ${hash}, 'running', now() + interval '1 minute', now(), now() + interval '1 day')`;
-        const client = (await findClientByEmail(tx, seed.merchantId, 'pagos@andes.cl'))!;
-        const id = newId();
-        const now = new Date();
-        const items = ITEMS.map((it, i) => ({
-          id: newId(), position: i, product_id: null, description: it.description,
-          quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price),
-        }));
-        const [row] = await tx<InvoiceRow[]>`
-          WITH inv AS (
-            INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, status, currency, issue_date, due_date,
-                                  is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale, created_at, updated_at)
-            VALUES (${id}, ${seed.merchantId}, ${client.id}, ${client.name}, ${client.email}, ${client.rut}, 'draft', 'CLP', '2026-01-15'::date,
-                    '2030-12-31'::date, false, false, 19, 29500, 5605, 35105, ${randomToken()}, 'es', ${now}, ${now})
-            RETURNING *
-          ), its AS (
-            INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
-            SELECT unnest(${items.map((i) => i.id)}::uuid[]), ${id}, unnest(${items.map((i) => i.position)}::int[]),
-                   unnest(${items.map((i) => i.product_id)}::text[]), unnest(${items.map((i) => i.description)}::text[]),
-                   unnest(${items.map((i) => i.quantity)}::numeric[]), unnest(${items.map((i) => i.unit_price)}::numeric[]),
-                   unnest(${items.map((i) => i.line_total)}::numeric[])
-          )
-          SELECT * FROM inv`;
-        const resource = invoiceService.invoiceResource({ ...row!, items }, deps.urls);
-        await Promise.all([
-          emitEvent(tx, seed.merchantId, 'invoice.created', { object: resource }),
-          completeKey(tx, seed.merchantId, route, key, 201, JSON.stringify(invoiceService.createdResponse(row!, deps.urls))),
-        ]);
-      }),
-    );
-    await counting.end({ timeout: 5 });
 
-    out('\n### 2. HTTP through the web process (autocannon in this process)\n');
-    HEAD.forEach((l) => out(l));
-    web = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
-    const http = async (label: string, pathName: string, headers: Record<string, string>, method: 'GET' | 'POST' = 'GET', body?: string) => {
-      const load = (seconds: number) =>
-        runHttp({
-          url: web!.baseUrl, method, path: pathName, headers, body, connections: CONN, seconds,
-          ...(method === 'POST' ? { perRequestHeaders: () => ({ 'idempotency-key': `h-${++keyN}` }) } : {}),
-        });
-      await load(1);
-      const a = cpuSnapshot(db.name, web!.pid);
-      const m = await load(SECONDS);
-      row(label, m, cpuCost(a, cpuSnapshot(db.name, web!.pid), m.ok));
-    };
+      await loops('G2 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) => {
+        const inv = await readInvoice(s);
+        return JSON.stringify(invoiceService.invoiceResource(inv!, deps.urls));
+      });
+
+      const insertOnly = (tx: Queryable) =>
+          insertInvoice(
+            tx,
+            {
+              id: newId(), merchant_id: seed.merchantId, external_reference: null, status: 'draft', currency: 'CLP',
+              exchange_rate: null, base_currency: null, issue_date: '2026-01-15', due_date: '2030-12-31', is_tax_exempt: false, tax_inclusive: false,
+              tax_rate: '19.00', subtotal: '29500', tax_total: '5605', total: '35105', public_token: randomToken(), locale: 'es', created_at: new Date(),
+            },
+            client,
+            ITEMS.map((it, i) => ({ id: newId(), position: i, product_id: null, description: it.description, quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price) })),
+          );
+      const ceilingTx = (s: Sql) => s.begin((tx) => insertOnly(tx));
+      const route = `POST ${API_PREFIX}/invoices`;
+      const hash = requestHash(BODY);
+      await loops('P0 BEGIN; insertInvoice; COMMIT (= POST ceiling)', ceilingTx);
+      await loops("P1 the API's POST database work: tx{lookupKey, client, invoice+items, event, storeAnswer}", (s) =>
+        s.begin(async (tx) => {
+          const key = `prof-${++keyN}`;
+          await lookupKey(tx, seed.merchantId, route, key, hash);
+          const r = await invoiceService.createInvoice(tx, auth.merchant, input, deps);
+          await storeAnswer(tx, seed.merchantId, route, key, hash, 201, JSON.stringify(invoiceService.createdResponse(r, deps.urls)));
+        }),
+      );
+      await loops('P2 createInvoice alone in a transaction (no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+      await loops('P3 BEGIN; insertInvoice; INSERT events (small payload); COMMIT', (s) =>
+        s.begin(async (tx) => {
+          await insertOnly(tx);
+          await emitEvent(tx, deps.boss, seed.merchantId, 'invoice.created', { object: {} });
+        }),
+      );
+      await counting.end({ timeout: 5 });
+    }
+
     const keyHeaders = { 'x-api-key': seed.apiKey };
-    await http('H0 GET /healthz (no auth, no database)', '/healthz', {});
-    await http('H1 GET /invoices/{id}', `${API_PREFIX}/invoices/${invoiceId}`, keyHeaders);
-    await http('H2 GET /invoices/{id} status summary (/status: no items, fewer fields)', `${API_PREFIX}/invoices/${invoiceId}/status`, keyHeaders);
-    await http('H3 POST /invoices', `${API_PREFIX}/invoices`, { ...keyHeaders, 'content-type': 'application/json' }, 'POST', JSON.stringify(BODY));
-    await web.stop();
-    web = null;
+    if (SECTIONS.has('2')) {
+      out('\n### 2. HTTP through the web process (autocannon in this process)\n');
+      HEAD.forEach((l) => out(l));
+      web = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
+      const http = async (label: string, pathName: string, headers: Record<string, string>, method: 'GET' | 'POST' = 'GET', body?: string) => {
+        const load = (seconds: number) =>
+          runHttp({
+            url: web!.baseUrl, method, path: pathName, headers, body, connections: CONN, seconds,
+            ...(method === 'POST' ? { perRequestHeaders: () => ({ 'idempotency-key': `h-${++keyN}` }) } : {}),
+          });
+        await load(1);
+        const a = cpuSnapshot(db.name, web!.pid);
+        const m = await load(SECONDS);
+        row(label, m, cpuCost(a, cpuSnapshot(db.name, web!.pid), m.ok));
+      };
+      await http('H0 GET /healthz (no auth, no database)', '/healthz', {});
+      await http('H1 GET /invoices/{id}', `${API_PREFIX}/invoices/${invoiceId}`, keyHeaders);
+      await http('H2 GET /invoices/{id} status summary (/status: no items, fewer fields)', `${API_PREFIX}/invoices/${invoiceId}/status`, keyHeaders);
+      await http('H3 POST /invoices', `${API_PREFIX}/invoices`, { ...keyHeaders, 'content-type': 'application/json' }, 'POST', JSON.stringify(BODY));
+      await web.stop();
+      web = null;
+    }
 
-    // Steady-state CPU profiles: the hook starts the profiler after warm-up and writes it before stop.
-    const profileFile = path.join(profDir, 'web.cpuprofile');
-    web = await startWebProcess({
-      cwd: ROOT,
-      databaseUrl: db.url,
-      poolSize: POOL,
-      nodeArgs: ['--import', './bench/cpu-profile-hook.ts'],
-      env: { BENCH_CPU_PROFILE: profileFile },
-    });
-    for (const [label, method] of [['GET /invoices/{id}', 'GET'], ['POST /invoices', 'POST']] as const) {
-      const load = (seconds: number) =>
-        runHttp({
-          url: web!.baseUrl, method, connections: CONN, seconds,
-          path: method === 'GET' ? `${API_PREFIX}/invoices/${invoiceId}` : `${API_PREFIX}/invoices`,
-          headers: method === 'GET' ? keyHeaders : { ...keyHeaders, 'content-type': 'application/json' },
-          ...(method === 'POST' ? { body: JSON.stringify(BODY), perRequestHeaders: () => ({ 'idempotency-key': `c-${++keyN}` }) } : {}),
-        });
-      await load(2);
-      await rm(profileFile, { force: true });
-      process.kill(web.pid, 'SIGUSR2');
-      await new Promise((r) => setTimeout(r, 200));
-      const m = await load(SECONDS);
-      process.kill(web.pid, 'SIGUSR2');
-      for (let i = 0; i < 50 && !existsSync(profileFile); i++) await new Promise((r) => setTimeout(r, 100));
-      if (existsSync(profileFile)) await summariseProfile(profileFile, `${label}, steady load (${m.rps.toFixed(0)} req/s during the profile)`);
-      else out(`(no CPU profile written for ${label})`);
+    if (SECTIONS.has('3')) {
+      // Steady-state CPU profiles: the hook starts the profiler after warm-up and writes it before stop.
+      const profileFile = path.join(profDir, 'web.cpuprofile');
+      web = await startWebProcess({
+        cwd: ROOT,
+        databaseUrl: db.url,
+        poolSize: POOL,
+        nodeArgs: ['--import', './bench/cpu-profile-hook.ts'],
+        env: { BENCH_CPU_PROFILE: profileFile },
+      });
+      for (const [label, method] of [['GET /invoices/{id}', 'GET'], ['POST /invoices', 'POST']] as const) {
+        const load = (seconds: number) =>
+          runHttp({
+            url: web!.baseUrl, method, connections: CONN, seconds,
+            path: method === 'GET' ? `${API_PREFIX}/invoices/${invoiceId}` : `${API_PREFIX}/invoices`,
+            headers: method === 'GET' ? keyHeaders : { ...keyHeaders, 'content-type': 'application/json' },
+            ...(method === 'POST' ? { body: JSON.stringify(BODY), perRequestHeaders: () => ({ 'idempotency-key': `c-${++keyN}` }) } : {}),
+          });
+        await load(2);
+        await rm(profileFile, { force: true });
+        process.kill(web.pid, 'SIGUSR2');
+        await new Promise((r) => setTimeout(r, 200));
+        const m = await load(SECONDS);
+        process.kill(web.pid, 'SIGUSR2');
+        for (let i = 0; i < 50 && !existsSync(profileFile); i++) await new Promise((r) => setTimeout(r, 100));
+        if (existsSync(profileFile)) await summariseProfile(profileFile, `${label}, steady load (${m.rps.toFixed(0)} req/s during the profile)`);
+        else out(`(no CPU profile written for ${label})`);
     }
     await web.stop();
     web = null;
+    }
   } finally {
     await web?.stop();
     await sql.end({ timeout: 5 });

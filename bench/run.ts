@@ -136,7 +136,15 @@ async function main(): Promise<number> {
     throw new Error(`seeding the invoice failed: ${created.status} ${JSON.stringify(createdBody)}\n${web.output()}`);
   }
   const invoiceId = createdBody.invoice_id;
-  const clientId = createdBody.client_id;
+  // The ceiling is handed the client the API looks up by e-mail.
+  const client = {
+    id: createdBody.client_id,
+    name: 'Comercial Andes SpA',
+    email: 'pagos@andes.cl',
+    rut: '76086428-5',
+    phone: null,
+    address: null,
+  };
   const probe = await fetch(`${web.baseUrl}${API_PREFIX}/invoices/${invoiceId}`, { headers: { 'x-api-key': seed.apiKey } });
   const probeBody = (await probe.json()) as { items?: unknown[] };
   if (probe.status !== 200 || probeBody.items?.length !== 3) {
@@ -204,12 +212,6 @@ async function main(): Promise<number> {
         {
           id,
           merchant_id: seed.merchantId,
-          client_id: clientId,
-          client_name: 'Comercial Andes SpA',
-          client_email: 'pagos@andes.cl',
-          client_rut: '76086428-5',
-          client_phone: null,
-          client_address: null,
           external_reference: null,
           status: 'draft',
           currency: 'CLP',
@@ -227,6 +229,7 @@ async function main(): Promise<number> {
           locale: 'es',
           created_at: now,
         },
+        client,
         ITEMS.map((it, i) => ({
           id: newId(),
           position: i,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { freePort } from '../src/db/embedded.js';
 
@@ -54,6 +55,8 @@ export async function startWebProcess(opts: {
       LOG_LEVEL: 'warn',
       NODE_ENV: 'production',
       PUBLIC_BASE_URL: baseUrl,
+      // Required with DATABASE_URL (it seals webhook secrets); the bench database is thrown away.
+      ENCRYPTION_KEY: process.env.ENCRYPTION_KEY ?? randomBytes(32).toString('hex'),
       ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

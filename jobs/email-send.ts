@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
-import { getEmail, markSent, recordFailure, startAttempt, type EmailRow } from '../src/email/queries.js';
-import { renderEmail, type EmailKind } from '../src/email/render.js';
+import type { Tx } from '../src/db/client.js';
+import { lockEmail, markSent, markSkipped, recordFailure, startAttempt, type EmailRow } from '../src/email/queries.js';
+import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
+import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
-import { getInvoice } from '../src/invoices/queries.js';
+import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
 import type { WorkerDeps } from './worker.js';
@@ -14,9 +16,43 @@ const payload = z.object({ email_id: z.uuid() });
 const reminderData = z.object({ custom_message: z.string().nullable().optional() });
 const receiptData = z.object({ amount: z.string(), paid_at: z.string() });
 
+const disabledData = z.object({
+  endpoint_id: z.string(),
+  url: z.string(),
+  reason: z.enum(['consecutive_failures', 'gone']),
+  failures: z.number().int(),
+});
+
+type Composed = Mail.Options & { subject: string };
+
+/** The notice to the merchant that one of their webhook endpoints was disabled (decisions §10). */
+async function composeEndpointDisabled(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
+  const merchant = await getMerchant(deps.sql, email.merchant_id);
+  if (!merchant) throw new Error(`e-mail ${email.id}: merchant is gone`);
+  const d = disabledData.parse(email.data);
+  const rendered = renderEmail('endpoint_disabled', email.locale, {
+    merchant: merchant.name,
+    merchant_email: merchant.email,
+    url: `${deps.config.publicBaseUrl}${API_PREFIX}/docs#webhooks`,
+    endpoint_url: d.url,
+    endpoint_id: d.endpoint_id,
+    reason: disabledReason(email.locale, d.reason, d.failures),
+  });
+  return {
+    from: deps.config.EMAIL_FROM,
+    to: { name: merchant.name, address: email.to_address },
+    subject: rendered.subject,
+    text: rendered.text,
+    html: rendered.html,
+    messageId: `<${email.id}@invoicing>`,
+    headers: { 'X-Email-Kind': email.kind, 'X-Webhook-Endpoint-Id': d.endpoint_id },
+  };
+}
+
 /** The message for an e-mail row: rendered from the invoice as it is now, PDF attached where due. */
-async function compose(deps: WorkerDeps, email: EmailRow): Promise<Mail.Options & { subject: string }> {
-  if (email.kind === 'endpoint_disabled' || !email.invoice_id) throw new Error(`e-mail ${email.id}: no composer for ${email.kind}`);
+async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
+  if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
+  if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
   const [invoice, merchant] = await Promise.all([getInvoice(deps.sql, email.merchant_id, email.invoice_id), getMerchant(deps.sql, email.merchant_id)]);
   if (!invoice || !merchant) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
   const locale = email.locale;
@@ -59,22 +95,67 @@ async function compose(deps: WorkerDeps, email: EmailRow): Promise<Mail.Options 
   };
 }
 
+/** Why the message must no longer go out, or null: nobody should be asked to pay what is settled. */
+async function staleReason(tx: Tx, email: EmailRow): Promise<string | null> {
+  if (!email.invoice_id || (email.kind !== 'reminder' && email.kind !== 'invoice')) return null;
+  const invoice = await getInvoiceRow(tx, email.merchant_id, email.invoice_id);
+  if (!invoice) return null;
+  if (email.kind === 'reminder' && (invoice.status === 'paid' || invoice.status === 'cancelled')) {
+    return `not sent: the invoice was ${invoice.status} before the reminder went out`;
+  }
+  if (email.kind === 'invoice' && invoice.status === 'cancelled') return 'not sent: the invoice was cancelled before its e-mail went out';
+  return null;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 /**
- * Delivers one recorded e-mail. A row already sent (a job run twice) sends nothing; a failure is
- * recorded and thrown so pg-boss retries with backoff; the last failure marks the row failed.
+ * Delivers one recorded e-mail, once however many runs of its job overlap (pg-boss hands a job
+ * whose lease ran out to another worker while the first may still be talking SMTP). A row already
+ * final sends nothing; a stale one is skipped; a run that finds the row locked by another run
+ * throws EmailInFlightError, so pg-boss retries after that run has finished and the retry sends
+ * nothing. A failure is recorded and thrown so pg-boss retries with backoff; the last one marks
+ * the row failed.
  */
 export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt: boolean): Promise<void> {
   const { email_id } = payload.parse(data);
-  const current = await getEmail(deps.sql, email_id);
-  if (!current || current.status !== 'queued') return;
-  const email = await startAttempt(deps.sql, email_id);
+  // The attempt must be committed before delivery, so that a crash mid-send still shows it: the
+  // claim is a transaction of its own, and the delivery below locks the row again.
+  const email = await deps.sql.begin(async (tx) => {
+    const row = await lockEmail(tx, email_id);
+    if (!row || row.status !== 'queued') return null;
+    const stale = await staleReason(tx, row);
+    if (stale) {
+      await markSkipped(tx, row.id, stale);
+      return null;
+    }
+    return startAttempt(tx, row.id);
+  });
   if (!email) return;
+
+  let message: Awaited<ReturnType<typeof compose>>;
   try {
-    const message = await compose(deps, email);
-    const providerId = await deps.mailer.deliver(message);
-    await markSent(deps.sql, email.id, message.subject, providerId, clock.now());
+    message = await compose(deps, email);
   } catch (err) {
-    await recordFailure(deps.sql, email.id, err instanceof Error ? err.message : String(err), finalAttempt);
+    await recordFailure(deps.sql, email.id, errorText(err), finalAttempt);
     throw err;
   }
+
+  // The row stays locked while SMTP talks: an overlapping run cannot send it again meanwhile.
+  const failure = await deps.sql.begin(async (tx) => {
+    // Another run may have claimed and sent it between the claim above and this lock.
+    const row = await lockEmail(tx, email_id);
+    if (!row || row.status !== 'queued') return null;
+    let providerId: string;
+    try {
+      providerId = await deps.mailer.deliver(message);
+    } catch (error) {
+      // Recorded, committed, then thrown: pg-boss retries, and the row says why.
+      await recordFailure(tx, row.id, errorText(error), finalAttempt);
+      return { error };
+    }
+    await markSent(tx, row.id, message.subject, providerId, clock.now());
+    return null;
+  });
+  if (failure) throw failure.error;
 }

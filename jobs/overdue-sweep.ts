@@ -5,5 +5,5 @@ import type { WorkerDeps } from './worker.js';
 
 /** sent, viewed → overdue for every invoice past its due date; returns how many moved. */
 export async function sweepOverdue(deps: WorkerDeps): Promise<number> {
-  return markOverdue(deps.sql, clock.now(), invoiceUrls(deps.config));
+  return markOverdue(deps.sql, clock.now(), { urls: invoiceUrls(deps.config), boss: deps.boss });
 }

@@ -10,12 +10,17 @@ import { deliverEmail } from './email-send.js';
 import { sweepOverdue } from './overdue-sweep.js';
 import { scheduleReminders } from './reminders-schedule.js';
 import { purgeExpired } from './idempotency-purge.js';
+import { expireCheckouts } from './checkout-expire.js';
+import { fanOut } from './webhook-fanout.js';
+import { deliverWebhook } from './webhook-deliver.js';
+import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
 
 export interface WorkerDeps {
   config: Config;
   sql: Sql;
   boss: PgBoss;
   mailer: Mailer;
+  secrets: SecretBox;
 }
 
 export interface Worker {
@@ -23,8 +28,12 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-// How many jobs of a queue one worker process runs at once (pg-boss 10: one poller each).
-const EMAIL_CONCURRENCY = 4;
+// pg-boss 10 waits a polling interval after every fetch, found or not: throughput is pollers ×
+// batch size per interval. Each e-mail holds a connection while SMTP talks, so e-mails go one per
+// poller; fan-out is quick row writing; webhook attempts mostly wait on receivers (up to 15 s).
+const EMAIL = { pollers: 4, batchSize: 1 };
+const FANOUT = { pollers: 1, batchSize: 25 };
+const WEBHOOK = { pollers: 4, batchSize: 8 };
 // Jobs become visible within this long of being committed.
 const POLL_SECONDS = 0.5;
 
@@ -32,20 +41,41 @@ function isFinalAttempt(job: PgBoss.JobWithMetadata): boolean {
   return job.retryCount >= job.retryLimit;
 }
 
+/**
+ * Runs each job of a fetched batch at once and fails only the ones that threw: pg-boss then
+ * completes the rest (it completes only jobs still active), so one bad job never retries its
+ * neighbours.
+ */
+async function workEach<T extends object>(
+  boss: PgBoss,
+  queue: string,
+  shape: { pollers: number; batchSize: number },
+  run: (job: PgBoss.JobWithMetadata<T>) => Promise<unknown>,
+): Promise<void> {
+  const options = { batchSize: shape.batchSize, includeMetadata: true as const, pollingIntervalSeconds: POLL_SECONDS };
+  for (let i = 0; i < shape.pollers; i++) {
+    await boss.work<T>(queue, options, async (jobs) => {
+      const results = await Promise.allSettled(jobs.map((job) => run(job)));
+      await Promise.all(
+        results.map((r, n) => (r.status === 'rejected' ? boss.fail(queue, jobs[n]!.id, { message: String(r.reason instanceof Error ? r.reason.message : r.reason) }) : null)),
+      );
+    });
+  }
+}
+
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
 export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: string) => void } = {}): Promise<Worker> {
   const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
+  const secrets = loadSecretBox(config);
   const boss = createBoss(sql, { worker: true });
   boss.on('error', (err) => log(`pg-boss: ${String(err)}`));
   await boss.start();
-  const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config) };
+  const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets };
   const fetch = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: POLL_SECONDS };
 
-  for (let i = 0; i < EMAIL_CONCURRENCY; i++) {
-    await boss.work<{ email_id: string }>(queues.emailSend.name, fetch, async ([job]) => {
-      if (job) await deliverEmail(deps, job.data, isFinalAttempt(job));
-    });
-  }
+  await workEach(boss, queues.emailSend.name, EMAIL, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
+  await workEach(boss, queues.webhookFanout.name, FANOUT, (job) => fanOut(deps, job.data));
+  await workEach(boss, queues.webhookDeliver.name, WEBHOOK, (job) => deliverWebhook(deps, job.data));
   await boss.work(queues.overdueSweep.name, fetch, async () => {
     await sweepOverdue(deps);
   });
@@ -55,12 +85,17 @@ export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: 
   await boss.work(queues.idempotencyPurge.name, fetch, async () => {
     await purgeExpired(deps);
   });
+  await boss.work(queues.checkoutExpire.name, fetch, async ([job]) => {
+    if (job) await expireCheckouts(deps, job.data);
+  });
 
   // Decisions §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
   // planner runs often enough to catch 09:00 in every time zone; purges hourly.
   await boss.schedule(queues.overdueSweep.name, '*/10 * * * *');
   await boss.schedule(queues.remindersSchedule.name, '*/10 * * * *');
   await boss.schedule(queues.idempotencyPurge.name, '17 * * * *');
+  // Each checkout has its own job at expires_at; this sweep only catches ones that were missed.
+  await boss.schedule(queues.checkoutExpire.name, '*/10 * * * *');
 
   return {
     deps,

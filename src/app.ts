@@ -9,6 +9,8 @@ import { migrationsCurrent } from './db/migrate.js';
 import { apiRoutes } from './routes.js';
 import { registerDocs } from './docs/routes.js';
 import { registerPublicPages } from './public/routes.js';
+import { registerCheckoutPages } from './public/checkout-page.js';
+import { registerAdmin } from './admin/routes.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
@@ -99,5 +101,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   registerApi(app, ctx, apiRoutes);
   registerDocs(app, ctx, apiRoutes);
   registerPublicPages(app, ctx);
+  registerCheckoutPages(app, ctx);
+  registerAdmin(app, ctx);
   return app;
 }

@@ -22,7 +22,30 @@ export const configSchema = z.object({
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   EMAIL_FROM: z.string().default('Facturas <facturas@localhost>'),
   EXCHANGE_RATES_URL: z.url().optional(),
+  // 32 bytes as 64 hex characters or base64: it seals webhook secrets at rest.
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => decodeKey(v) !== null, 'must be 32 bytes as 64 hex characters or base64')
+    .optional(),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'must be seconds separated by commas, e.g. 5,300,1800')
+    .transform((v) => v.split(',').map((n) => Number(n.trim())))
+    .optional(),
+  WEBHOOK_DISABLE_AFTER_FAILURES: positiveInt.default(20),
+  WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().int().min(0).default(86_400),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  // Decisions §11: a checkout session can be paid for 24 hours unless told otherwise.
+  CHECKOUT_TTL_SECONDS: positiveInt.default(86_400),
+  // Unset: the admin router and console answer 404, as if they did not exist.
+  ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
 });
+
+/** ENCRYPTION_KEY's bytes, or null when it is not exactly 32 bytes in hex or base64. */
+export function decodeKey(value: string): Buffer | null {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  return bytes.length === 32 ? bytes : null;
+}
 
 export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string };
 

@@ -2,6 +2,7 @@ import type { Config } from './config.js';
 import type { Sql } from './db/client.js';
 import type { ApiKeyStore } from './http/auth.js';
 import type PgBoss from 'pg-boss';
+import type { SecretBox } from './webhooks/secrets.js';
 
 /** What every layer is handed: configuration and the database; nothing global. */
 export interface AppContext {
@@ -10,4 +11,6 @@ export interface AppContext {
   keys: ApiKeyStore;
   /** Sends jobs (inside request transactions); workers run elsewhere. */
   boss: PgBoss;
+  /** Seals and opens webhook signing secrets. */
+  secrets: SecretBox;
 }

@@ -1,10 +1,12 @@
 import type { RouteDef } from './http/route.js';
+import { checkoutRoutes } from './checkout/routes.js';
 import { clientRoutes } from './clients/routes.js';
 import { invoiceRoutes } from './invoices/routes.js';
 import { lifecycleRoutes } from './invoices/lifecycle-routes.js';
 import { meRoutes } from './me/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { pdfRoutes } from './pdf/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 
 /** Every external API route; the docs are generated from this same list. */
-export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...clientRoutes, ...meRoutes, ...paymentRoutes];
+export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...clientRoutes, ...checkoutRoutes, ...meRoutes, ...paymentRoutes, ...webhookRoutes];

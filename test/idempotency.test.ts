@@ -10,6 +10,7 @@ import { API_PREFIX as API_BASE } from '../src/http/urls.js';
 import { defineRoute } from '../src/http/route.js';
 import { sendError, toAppError } from '../src/http/envelope.js';
 import { setRate } from '../src/rates/service.js';
+import { requestHash } from '../src/http/idempotency.js';
 import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
 import { invoiceBody as body } from './helpers/fixtures.js';
 
@@ -319,14 +320,20 @@ t.test('stored 404 and 409 answers, through the real API layer', async (t) => {
     tag: 'Test',
     scope: 'invoices:create',
     idempotent: true,
-    body: z.strictObject({ outcome: z.enum(['ok', 'not_found', 'conflict', 'invalid', 'crash']), n: z.number().optional() }),
+    body: z.strictObject({ outcome: z.enum(['ok', 'not_found', 'conflict', 'invalid', 'crash', 'raced']), n: z.number().optional(), key: z.string().optional() }),
     response: { status: 200, description: 'ok' },
     errors: [],
-    handler: async ({ body, db }) => {
+    handler: async ({ body, auth, db }) => {
       runs += 1;
       // A write that must be rolled back whenever the request fails.
       await db`INSERT INTO rate_limit_windows (bucket, window_start, hits) VALUES (${`probe-${runs}`}, 0, 1)`;
       switch (body.outcome) {
+        case 'raced':
+          // Another request's answer, committed after this one looked the key up.
+          await h.sql`
+            INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, response_status, response_body, created_at, expires_at)
+            VALUES (${auth.merchant.id}, 'POST /idempotency-probe', ${body.key!}, ${requestHash(body)}, 'done', now(), 200, '{"winner":true}', now(), now() + interval '1 day')`;
+          return { status: 200, body: { runs } };
         case 'not_found':
           throw new AppError('invoice_not_found', 'No such invoice.');
         case 'conflict':
@@ -399,5 +406,17 @@ t.test('stored 404 and 409 answers, through the real API layer', async (t) => {
       t.notOk(fixed.headers['idempotent-replayed']);
     }
     t.equal(await probeRows(), 2, 'only the two successful requests wrote');
+  });
+
+  t.test('an answer stored by another request first wins; this one is rolled back', async (t) => {
+    const before = await probeRows();
+    const body = { outcome: 'raced', key: 'raced-1' };
+    const res = await call('raced-1', body);
+    t.equal(res.status, 200);
+    t.equal(res.headers['idempotent-replayed'], 'true', 'the stored answer, replayed');
+    t.equal(res.raw, '{"winner":true}');
+    t.equal(await probeRows(), before, 'the losing request wrote nothing');
+    const again = await call('raced-1', body);
+    t.equal(again.raw, '{"winner":true}');
   });
 });

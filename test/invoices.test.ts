@@ -417,6 +417,35 @@ t.test('invoices', async (t) => {
     t.type(inv._links.self.title, 'string');
     t.ok(inv._links.self.title.length > 0);
     for (const l of Object.values(inv._links) as any[]) t.match(l.href, /^https?:\/\//, 'links are absolute');
+    // The event is built from the inserted rows, not read back: it must still be the same resource.
+    const [event] = await h.sql<{ payload: any }[]>`
+      SELECT payload FROM events WHERE type = 'invoice.created' AND payload->'data'->'object'->>'id' = ${id}`;
+    t.same(event?.payload.data.object, inv, 'invoice.created carries the invoice as GET shows it');
+  });
+
+  t.test('invoice.created carries the amounts as GET shows them, however they were written', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    await setRate(h.sql, merchantId, 'CLF', '2026-03-10', '39123.4567891');
+    const created = await h.api('POST', '/invoices', {
+      key,
+      raw: JSON.stringify(body({ currency: 'CLF', tax_rate: 19.5, issue_date: '2026-03-10' })).replace(
+        /"items":\[.*\]/,
+        '"items":[{"description":"a","quantity":1.50,"unit_price":1000.1250},{"description":"b","quantity":3,"unit_price":0.0001},{"description":"c","quantity":0.0005,"unit_price":1e3}]',
+      ),
+    });
+    t.equal(created.status, 201, 'created');
+    const id = created.body.invoice_id;
+    const inv = (await h.api('GET', `/invoices/${id}`, { key })).body;
+    t.match(inv.items, [
+      { quantity: '1.5', unit_price: '1000.1250', line_total: '1500.1875' },
+      { quantity: '3', unit_price: '0.0001', line_total: '0.0003' },
+      { quantity: '0.0005', unit_price: '1000.0000', line_total: '0.5000' },
+    ]);
+    t.equal(inv.tax_rate, '19.50');
+    t.equal(inv.exchange_rate, '39123.456789');
+    const [event] = await h.sql<{ payload: any }[]>`
+      SELECT payload FROM events WHERE type = 'invoice.created' AND payload->'data'->'object'->>'id' = ${id}`;
+    t.same(event?.payload.data.object, inv);
   });
 
   t.test('GET /invoices/{id}/status', async (t) => {

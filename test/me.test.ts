@@ -2,7 +2,6 @@ import t from 'tap';
 import { testApp, isEnvelope } from './helpers/app.js';
 import { clock } from '../src/clock.js';
 import { API_PREFIX } from '../src/http/urls.js';
-import { readKeyRateLimit } from '../src/me/service.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -139,18 +138,15 @@ t.test('GET /me needs a valid key and no scope', async (t) => {
   t.equal(query.status, 200, 'the route takes no query and ignores one');
 });
 
-t.test('readKeyRateLimit reads without counting', async (t) => {
+t.test('GET /me counts its own request once, like any other', async (t) => {
   startOfFreshWindow(t);
   const h = await testApp(t);
   const { key, id } = await h.key(['*'], { rate_limit: 10 });
-  const fresh = await readKeyRateLimit(h.sql, id, 10);
-  t.equal(fresh.remaining, 10, 'nothing counted yet');
-  t.equal(fresh.limit, 10);
-  await h.api('GET', '/me', { key });
-  const once = await readKeyRateLimit(h.sql, id, 10);
-  const again = await readKeyRateLimit(h.sql, id, 10);
-  t.equal(once.remaining, 9);
-  t.same(again, once, 'reading does not count');
+  t.equal((await h.api('GET', '/me', { key })).body.rate_limit.remaining, 9);
+  t.equal((await h.api('GET', '/me', { key })).body.rate_limit.remaining, 8);
+  await h.app.rateLimiter.flush();
+  const [row] = await h.sql<{ hits: number }[]>`SELECT hits FROM rate_limit_windows WHERE bucket = ${`key:${id}`}`;
+  t.equal(row?.hits, 2, 'the shared counter holds the two requests');
 });
 
 t.test('GET /me is in the OpenAPI document without a scope', async (t) => {

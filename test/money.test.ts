@@ -4,6 +4,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import {
   computeTotals,
+  Decimal,
   decimalPlaces,
   formatAmount,
   formatExchangeRate,
@@ -153,6 +154,38 @@ t.test('unit: wire formats', async (t) => {
   t.equal(precision('CLP'), 0);
   t.equal(precision('CLF'), 4);
   t.equal(precision('USD'), 2);
+});
+
+t.test('unit: wire formats of database text agree with Decimal, digit for digit', async (t) => {
+  // Postgres writes numeric as plain digits; those are formatted as strings, the rest by Decimal.
+  const viaDecimal = {
+    amount: (v: string, c: string) => new Decimal(v).toFixed(c === 'CLF' ? 4 : 2),
+    unitPrice: (v: string, c: string) => {
+      const d = new Decimal(v);
+      return d.toFixed(Math.max(c === 'CLF' ? 4 : 2, d.decimalPlaces() ?? 0));
+    },
+    quantity: (v: string) => new Decimal(v).toFixed(),
+    rate: (v: string) => new Decimal(v).toFixed(2),
+    exchangeRate: (v: string) => new Decimal(new Decimal(v).toFixed(6)).toFixed(),
+  };
+  const agree = (v: string, c: string) =>
+    formatAmount(v, c) === viaDecimal.amount(v, c) &&
+    formatUnitPrice(v, c) === viaDecimal.unitPrice(v, c) &&
+    formatQuantity(v) === viaDecimal.quantity(v) &&
+    formatRate(v) === viaDecimal.rate(v) &&
+    formatExchangeRate(v) === viaDecimal.exchangeRate(v);
+  // Digits biased to 0, 4, 5 and 9, where rounding and carries happen.
+  const digits = (max: number) => fc.array(fc.constantFrom('0', '4', '5', '9', '1', '7'), { minLength: 1, maxLength: max }).map((d) => d.join(''));
+  const plain = fc.tuple(digits(14), fc.option(digits(10), { nil: undefined })).map(([i, f]) => (f === undefined ? i : `${i}.${f}`));
+  fc.assert(fc.property(plain, fc.constantFrom('CLP', 'CLF', 'USD'), agree), { numRuns: 5000 });
+  for (const v of ['0', '0.0', '007', '0.005', '0.995', '9.99995', '99.995', '999999.9999995', '1.00000050', '0.0000005']) {
+    t.ok(agree(v, 'USD') && agree(v, 'CLF'), v);
+  }
+  // Not database text: still exact, through Decimal.
+  t.equal(formatAmount(1e21, 'USD'), '1000000000000000000000.00');
+  t.equal(formatAmount('-1.005', 'USD'), '-1.01');
+  t.equal(formatQuantity('1e-7'), '0.0000001');
+  t.equal(formatUnitPrice(0.5, 'CLP'), '0.50');
 });
 
 // ---------------------------------------------------------------------------------------------

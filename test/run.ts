@@ -7,7 +7,9 @@ import { startEmbedded } from '../src/db/embedded.js';
  * PostgreSQL started for the run (data in .data/test) and stopped after it.
  */
 async function main(): Promise<number> {
-  const env = { ...process.env };
+  // The webhook tests' HTTPS receiver has a self-signed certificate; deliveries trust it the way
+  // a deployment trusts a private CA: through NODE_EXTRA_CA_CERTS, read when node starts.
+  const env = { ...process.env, NODE_EXTRA_CA_CERTS: path.resolve('test/helpers/tls/receiver.crt') };
   let stop = async () => {};
   if (!env.DATABASE_URL && !env.TEST_DATABASE_URL) {
     const embedded = await startEmbedded(path.resolve('.data/test'));

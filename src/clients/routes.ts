@@ -19,7 +19,7 @@ export const clientRoutes = [
     example: { body: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76.086.428-5' } },
     handler: async ({ body, auth, ctx, db }) => ({
       status: 201,
-      body: await service.createClient(db, auth.merchant.id, body, apiBase(ctx)),
+      body: await service.createClient(db, auth.merchant.id, body, { apiBase: apiBase(ctx), boss: ctx.boss }),
     }),
   }),
   defineRoute({
@@ -68,7 +68,7 @@ export const clientRoutes = [
     example: { body: { phone: '+56 2 2345 6789' } },
     handler: async ({ params, body, auth, ctx, db }) => ({
       status: 200,
-      body: await service.updateClient(db, auth.merchant.id, params.client_id, body, apiBase(ctx)),
+      body: await service.updateClient(db, auth.merchant.id, params.client_id, body, { apiBase: apiBase(ctx), boss: ctx.boss }),
     }),
   }),
 ];

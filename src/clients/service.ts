@@ -1,3 +1,4 @@
+import type PgBoss from 'pg-boss';
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
@@ -29,8 +30,14 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === '23505';
 }
 
+/** What writing a client needs beyond the transaction: its links, and the queue its event goes to. */
+export interface ClientDeps {
+  apiBase: string;
+  boss: PgBoss;
+}
+
 /** Inserts the client and announces it; null when one with that e-mail (any case) exists. */
-async function insertNewClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string): Promise<q.ClientRow | null> {
+async function insertNewClient(db: Queryable, merchantId: string, input: CreateClientInput, deps: ClientDeps): Promise<q.ClientRow | null> {
   const row = await q.insertClient(db, {
     id: newId(),
     merchant_id: merchantId,
@@ -41,21 +48,21 @@ async function insertNewClient(db: Queryable, merchantId: string, input: CreateC
     address: input.address ?? null,
     now: clock.now(),
   });
-  if (row) await emitEvent(db, merchantId, 'client.created', { object: clientResource(row, apiBase) });
+  if (row) await emitEvent(db, deps.boss, merchantId, 'client.created', { object: clientResource(row, deps.apiBase) });
   return row;
 }
 
-export async function createClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string) {
-  const row = await insertNewClient(db, merchantId, input, apiBase);
+export async function createClient(db: Queryable, merchantId: string, input: CreateClientInput, deps: ClientDeps) {
+  const row = await insertNewClient(db, merchantId, input, deps);
   if (!row) throw alreadyExists(input.email);
-  return clientResource(row, apiBase);
+  return clientResource(row, deps.apiBase);
 }
 
 /** Reuses the merchant's client with this e-mail as it is, or creates one (invoice and checkout creation). */
-export async function findOrCreateClient(db: Queryable, merchantId: string, input: CreateClientInput, apiBase: string): Promise<q.ClientRow> {
+export async function findOrCreateClient(db: Queryable, merchantId: string, input: CreateClientInput, deps: ClientDeps): Promise<q.ClientRow> {
   const existing = await q.findClientByEmail(db, merchantId, input.email);
   if (existing) return existing;
-  const row = await insertNewClient(db, merchantId, input, apiBase);
+  const row = await insertNewClient(db, merchantId, input, deps);
   if (row) return row;
   // Created by a concurrent request between our read and insert.
   const raced = await q.findClientByEmail(db, merchantId, input.email);
@@ -74,7 +81,7 @@ export async function listClients(db: Queryable, merchantId: string, limit: numb
   return rows.map((r) => clientResource(r, apiBase));
 }
 
-export async function updateClient(db: Queryable, merchantId: string, id: string, input: UpdateClientInput, apiBase: string) {
+export async function updateClient(db: Queryable, merchantId: string, id: string, input: UpdateClientInput, deps: ClientDeps) {
   let row: q.ClientRow | null;
   try {
     row = await q.updateClient(db, merchantId, id, input, clock.now());
@@ -83,7 +90,7 @@ export async function updateClient(db: Queryable, merchantId: string, id: string
     throw err;
   }
   if (!row) throw new AppError('client_not_found', `No client ${id}.`);
-  const resource = clientResource(row, apiBase);
-  await emitEvent(db, merchantId, 'client.updated', { object: resource });
+  const resource = clientResource(row, deps.apiBase);
+  await emitEvent(db, deps.boss, merchantId, 'client.updated', { object: resource });
   return resource;
 }

@@ -4,6 +4,14 @@
 import { errorCatalogue, type ErrorCode } from '../errors.js';
 import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
+import { eventTypes } from '../events/emit.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../webhooks/delivery.js';
+
+function humanSeconds(n: number): string {
+  if (n % 3600 === 0) return `${n / 3600} h`;
+  if (n % 60 === 0) return `${n / 60} min`;
+  return `${n} s`;
+}
 
 export type Block =
   | { p: string }
@@ -227,6 +235,33 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
           p: `List routes${lists.length ? ` (${lists.map((r) => `\`${r.method} ${displayPath(r.path)}\``).join(', ')})` : ''} answer \`{ "data": [...], "limit": n, "offset": m, "has_more": bool }\`. \`limit\` is 1 to 100 (default 50), \`offset\` starts at 0 (default 0). There is no total count. To walk a list, advance \`offset\` by \`limit\` until \`has_more\` is false; a client that ignores \`has_more\` can use the limit+1 pattern instead (ask for one item more than it shows, and treat a page shorter than that as the end). Out-of-range values are a 422.`,
         },
         { code: `curl -sS "${baseUrl}/invoices?limit=100&offset=100" -H "X-API-Key: $API_KEY"` },
+      ],
+    },
+    {
+      id: 'webhooks',
+      title: 'Webhooks',
+      blocks: [
+        {
+          p: `Register an https:// endpoint with \`POST /webhooks/endpoints\` (its signing secret, \`whsec_…\`, is shown only then and at rotation). Every change announces an event; each endpoint whose \`events\` list includes its type (an empty list means all) gets one delivery, retried after ${DEFAULT_RETRY_SCHEDULE.map(humanSeconds).join(', ')} (±10 %, ${DEFAULT_RETRY_SCHEDULE.length + 1} attempts) until it answers 2xx within 15 s. Redirects are not followed; a 410 disables the endpoint; a \`Retry-After\` on 429 or 503 is honoured. An endpoint failing continuously (20 attempts over at least 24 hours) is disabled and you are e-mailed; \`PATCH\` it with \`enabled: true\` to resume. Sandbox endpoints (\`is_sandbox\`) get deliveries marked \`is_test\` that never disable them.`,
+        },
+        {
+          table: {
+            head: ['Event type', 'Sent when'],
+            rows: Object.entries(eventTypes).map(([type, description]) => ['`' + type + '`', description]),
+          },
+        },
+        {
+          p: 'The body is `{ "id", "type", "created_at", "api_version": "v1", "is_test", "data": { "object": … } }`, where `object` is the resource as its GET returns it. Headers: `X-Webhook-Id` (the event id: de-duplicate on it, a delivery may arrive more than once), `X-Webhook-Event` (the type) and `X-Webhook-Signature: t=<unix seconds>,v1=<hex>`, where the hex is HMAC-SHA256 keyed with the whole secret over `<t>.<raw body>`: the scheme of Stripe, so `stripe.webhooks.constructEvent(rawBody, header, secret)` verifies it. Check it yourself like this, and reject timestamps more than 5 minutes old:',
+        },
+        {
+          code: `const [t, v1] = header.split(',').map((p) => p.split('=')[1]);
+const expected = crypto.createHmac('sha256', secret).update(\`\${t}.\${rawBody}\`).digest('hex');
+const valid = crypto.timingSafeEqual(Buffer.from(v1, 'hex'), Buffer.from(expected, 'hex'))
+  && Math.abs(Date.now() / 1000 - Number(t)) < 300;`,
+        },
+        {
+          p: '`POST /webhooks/endpoints/{endpoint_id}/test` delivers a sample event at once and answers the delivery; `POST /webhooks/verify-signature` tells why a signature does not verify.',
+        },
       ],
     },
     {

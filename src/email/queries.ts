@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/client.js';
+import type { Queryable, Tx } from '../db/client.js';
 
 export interface EmailRow {
   id: string;
@@ -9,7 +9,7 @@ export interface EmailRow {
   to_address: string;
   locale: 'es' | 'en';
   data: Record<string, unknown>;
-  status: 'queued' | 'sent' | 'failed';
+  status: 'queued' | 'sent' | 'failed' | 'skipped';
   subject: string | null;
   attempts: number;
   provider_message_id: string | null;
@@ -31,16 +31,40 @@ export async function insertEmail(db: Queryable, e: NewEmail): Promise<EmailRow 
   return rows[0] ?? null;
 }
 
-export async function getEmail(db: Queryable, id: string): Promise<EmailRow | null> {
-  const rows = await db<EmailRow[]>`SELECT * FROM emails WHERE id = ${id}`;
-  return rows[0] ?? null;
+/** Another run of the same e-mail holds its row: it is delivering right now. */
+export class EmailInFlightError extends Error {
+  constructor(id: string) {
+    super(`e-mail ${id} is being delivered by another run; retry once it is done`);
+    this.name = 'EmailInFlightError';
+  }
 }
 
-/** Counts the attempt before the message goes out, so a crash mid-send still shows it. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
+ * Locks the row until `tx` ends; throws EmailInFlightError at once, instead of waiting, when
+ * another run holds it. A run that dies releases it with its connection.
+ */
+export async function lockEmail(tx: Tx, id: string): Promise<EmailRow | null> {
+  try {
+    const rows = await tx<EmailRow[]>`SELECT * FROM emails WHERE id = ${id} FOR UPDATE NOWAIT`;
+    return rows[0] ?? null;
+  } catch (err) {
+    if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new EmailInFlightError(id);
+    throw err;
+  }
+}
+
+/** Counted and committed before the message goes out, so a crash mid-send still shows it. */
 export async function startAttempt(db: Queryable, id: string): Promise<EmailRow | null> {
   const rows = await db<EmailRow[]>`
     UPDATE emails SET attempts = attempts + 1 WHERE id = ${id} AND status = 'queued' RETURNING *`;
   return rows[0] ?? null;
+}
+
+/** Final: the message lost its reason before it went out; `reason` says which. */
+export async function markSkipped(db: Queryable, id: string, reason: string): Promise<void> {
+  await db`UPDATE emails SET status = 'skipped', last_error = ${reason} WHERE id = ${id} AND status = 'queued'`;
 }
 
 export async function markSent(db: Queryable, id: string, subject: string, providerId: string, at: Date): Promise<void> {

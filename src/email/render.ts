@@ -4,7 +4,8 @@ import Handlebars from 'handlebars';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
 
-export type EmailKind = 'invoice' | 'reminder' | 'receipt';
+export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled';
+export type DisabledReason = 'consecutive_failures' | 'gone';
 
 interface KindStrings {
   subject: string;
@@ -13,7 +14,7 @@ interface KindStrings {
   cta: string;
 }
 
-type Strings = Record<EmailKind, KindStrings> & { footer: string };
+type Strings = Record<EmailKind, KindStrings> & { footer: string; reasons: Record<DisabledReason, string> };
 
 export interface RenderedEmail {
   subject: string;
@@ -44,19 +45,27 @@ function phrase(template: string, vars: Record<string, string>): string {
 export interface EmailVars {
   merchant: string;
   merchant_email: string;
-  client: string;
-  number: string;
-  total: string;
-  due_date: string;
   url: string;
+  client?: string;
+  number?: string;
+  total?: string;
+  due_date?: string;
   amount?: string;
   paid_on?: string;
+  endpoint_url?: string;
+  endpoint_id?: string;
+  reason?: string;
+}
+
+/** Why an endpoint was disabled, in the merchant's words: a phrase of the endpoint_disabled body. */
+export function disabledReason(locale: Locale, reason: DisabledReason, failures: number): string {
+  return phrase(strings[locale].reasons[reason], { failures: String(failures) });
 }
 
 /** `customMessage` replaces the body (a reminder's custom_message); blank lines split paragraphs. */
 export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, customMessage?: string | null): RenderedEmail {
   const s = strings[locale];
-  const v = { amount: '', paid_on: '', ...vars };
+  const v = { client: '', number: '', total: '', due_date: '', amount: '', paid_on: '', endpoint_url: '', endpoint_id: '', reason: '', ...vars };
   const body = customMessage ?? phrase(s[kind].body, v);
   const view = {
     lang: locale,

@@ -1,6 +1,8 @@
+import type PgBoss from 'pg-boss';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
+import { enqueue, queues } from '../jobs/boss.js';
 
 export const eventTypes = {
   'invoice.created': 'An invoice was created (draft or sent).',
@@ -20,6 +22,8 @@ export const eventTypes = {
 
 export type EventType = keyof typeof eventTypes;
 
+export const eventTypeNames = Object.keys(eventTypes) as [EventType, ...EventType[]];
+
 export interface EventRecord {
   id: string;
   type: EventType;
@@ -29,14 +33,28 @@ export interface EventRecord {
   data: Record<string, unknown>;
 }
 
+/** The event as receivers get it (decisions §10); the same object is stored. */
+export function buildEvent(type: EventType, data: Record<string, unknown>, isTest: boolean): EventRecord {
+  return { id: newId(), type, created_at: clock.now().toISOString(), api_version: 'v1', is_test: isTest, data };
+}
+
 /**
- * Writes the event in the caller's transaction, so it exists exactly when the change it
- * reports exists. Delivery reads from this table.
+ * Writes the event in the caller's transaction (as text: postgres.js's json() would travel as
+ * jsonb and lose the field order receivers see), so it exists exactly when the change it
+ * reports exists, and with it the job that fans it out to the merchant's webhook endpoints.
+ * The same statement tells whether any enabled endpoint wants this type: a merchant without
+ * webhooks pays for no job.
  */
-export async function emitEvent(db: Queryable, merchantId: string, type: EventType, data: Record<string, unknown>): Promise<EventRecord> {
-  const event: EventRecord = { id: newId(), type, created_at: clock.now().toISOString(), api_version: 'v1', is_test: false, data };
-  await db`
+export async function emitEvent(db: Queryable, boss: PgBoss, merchantId: string, type: EventType, data: Record<string, unknown>): Promise<EventRecord> {
+  const event = buildEvent(type, data, false);
+  const [row] = await db<{ subscribed: boolean }[]>`
     INSERT INTO events (id, merchant_id, type, payload, created_at)
-    VALUES (${event.id}, ${merchantId}, ${type}, ${db.json(event as never)}, ${event.created_at})`;
+    VALUES (${event.id}, ${merchantId}, ${type}, ${JSON.stringify(event)}::text::json, ${event.created_at})
+    RETURNING EXISTS (
+      SELECT 1 FROM webhook_endpoints e
+       WHERE e.merchant_id = ${merchantId} AND e.enabled
+         AND (cardinality(e.events) = 0 OR ${type} = ANY (e.events))
+    ) AS subscribed`;
+  if (row?.subscribed) await enqueue(boss, db, queues.webhookFanout.name, { event_id: event.id }, { singletonKey: event.id });
   return event;
 }

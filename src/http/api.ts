@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { AppContext } from '../context.js';
-import { type AuthContext, ipAllowed } from './auth.js';
-import { hitRateLimit, secondsUntilReset, type RateLimitState } from './rate-limit.js';
-import { claimKey, completeKey, releaseKey, requestHash } from './idempotency.js';
+import { type ApiKey, type AuthContext, ipAllowed } from './auth.js';
+import { RateLimiter, secondsUntilReset, type RateLimitState } from './rate-limit.js';
+import { isKeyTaken, lookupKey, requestHash, storeAnswer, type KeyLookup } from './idempotency.js';
 import { parseOrThrow, unstorableJson } from './validation.js';
 import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
@@ -20,6 +20,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     routeDef?: RouteDef;
   }
+  interface FastifyInstance {
+    /** This process's share of the API's rate-limit counters; flushed on close. */
+    rateLimiter: RateLimiter;
+  }
 }
 
 function setRateHeaders(reply: FastifyReply, state: RateLimitState): void {
@@ -33,39 +37,39 @@ function rateLimitedError(state: RateLimitState): AppError {
   return new AppError('rate_limited', `Rate limit of ${state.limit} requests per minute exceeded.`, { retry: `after_seconds:${wait}` });
 }
 
-/**
- * Checks in the order the decisions fix: key (401) → address (403) → rate limit (429) → scope (403).
- * Requests with no valid key are counted per client address, so they carry the headers too.
- */
 /** Requests with no valid key count against the client address; over the limit is a 429. */
-async function limitByAddress(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const state = await hitRateLimit(ctx.sql, `ip:${request.ip}`, ctx.config.RATE_LIMIT_PER_MINUTE);
+async function limitByAddress(ctx: AppContext, limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const state = await limiter.hit(`ip:${request.ip}`, ctx.config.RATE_LIMIT_PER_MINUTE);
   setRateHeaders(reply, state);
   if (state.exceeded) throw rateLimitedError(state);
 }
 
-async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, def: RouteDef | undefined): Promise<void> {
-  const defaultLimit = ctx.config.RATE_LIMIT_PER_MINUTE;
+/** The route and the valid key of a request, or why it is refused before its key is counted. */
+function admission(request: FastifyRequest, def: RouteDef | undefined, key: string | undefined, apiKey: ApiKey | null): AppError | [RouteDef, ApiKey] {
+  if (!def) return new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+  if (!key) return new AppError('missing_api_key', 'Send your API key in the X-API-Key header.');
+  if (!apiKey) return new AppError('invalid_api_key', 'The API key is not valid or has been revoked.');
+  if (!ipAllowed(apiKey.allowedIps, request.ip)) return new AppError('ip_not_allowed', `Requests from ${request.ip} are not allowed for this key.`);
+  return [def, apiKey];
+}
+
+/** Checks in the order the decisions fix: key (401) → address (403) → rate limit (429) → scope (403). */
+async function authenticate(ctx: AppContext, limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply, route: RouteDef | undefined): Promise<void> {
   const header = request.headers['x-api-key'];
   const key = Array.isArray(header) ? header[0] : header;
-  const byAddress = async (err: AppError): Promise<never> => {
-    await limitByAddress(ctx, request, reply);
-    throw err;
-  };
-  if (!def) return void (await byAddress(new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)));
-  if (!key) return byAddress(new AppError('missing_api_key', 'Send your API key in the X-API-Key header.'));
-  const auth = key.length <= 200 ? await ctx.keys.lookup(key) : null;
-  if (!auth) return byAddress(new AppError('invalid_api_key', 'The API key is not valid or has been revoked.'));
-  if (!ipAllowed(auth.allowedIps, request.ip)) {
-    return byAddress(new AppError('ip_not_allowed', `Requests from ${request.ip} are not allowed for this key.`));
+  const admitted = admission(request, route, key, route && key && key.length <= 200 ? await ctx.keys.lookup(key) : null);
+  if (admitted instanceof AppError) {
+    await limitByAddress(ctx, limiter, request, reply);
+    throw admitted;
   }
-  const state = await hitRateLimit(ctx.sql, `key:${auth.keyId}`, auth.rateLimit ?? defaultLimit);
+  const [def, apiKey] = admitted;
+  const state = await limiter.hit(`key:${apiKey.keyId}`, apiKey.rateLimit ?? ctx.config.RATE_LIMIT_PER_MINUTE);
   setRateHeaders(reply, state);
   if (state.exceeded) throw rateLimitedError(state);
-  if (def.scope && !hasScope(auth.scopes, def.scope)) {
+  if (def.scope && !hasScope(apiKey.scopes, def.scope)) {
     throw new AppError('insufficient_scope', `This key lacks the scope ${def.scope}.`, { details: { required_scope: def.scope } });
   }
-  request.auth = auth;
+  request.auth = { ...apiKey, rateLimitWindow: { limit: state.limit, remaining: state.remaining, reset: state.reset } };
 }
 
 function serialize(result: RouteResult): string {
@@ -76,6 +80,30 @@ function send(reply: FastifyReply, status: number, body: string, headers?: Recor
   if (headers) reply.headers(headers);
   if (status === 204) return reply.code(204).send();
   return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+type StoredAnswer = Exclude<KeyLookup, { kind: 'new' }>;
+
+function answerStored(reply: FastifyReply, found: StoredAnswer): FastifyReply {
+  switch (found.kind) {
+    case 'in_progress':
+      throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed.');
+    case 'mismatch':
+      throw AppError.validation(
+        [{ path: 'Idempotency-Key', message: 'was already used with a different request body' }],
+        422,
+        'This Idempotency-Key was already used with a different request body.',
+      );
+    case 'replay':
+      reply.header('Idempotent-Replayed', 'true');
+      return send(reply, found.status, found.body);
+  }
+}
+
+async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, key: string, hash: string): Promise<StoredAnswer> {
+  const found = await lookupKey(ctx.sql, merchantId, route, key, hash);
+  // Only an answer that expired in the meantime could be missing now: retrying is right then too.
+  return found.kind === 'new' ? { kind: 'in_progress' } : found;
 }
 
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -112,46 +140,48 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const merchantId = auth.merchant.id;
   // The route pattern with its parsed ids, so `/invoices/` and `/invoices` are one scope.
   const route = `${def.method} ${def.path.replace(/:(\w+)/g, (_, name: string) => String((params as Record<string, unknown>)[name]))}`;
-  const claim = await claimKey(ctx.sql, merchantId, route, idemKey, requestHash(request.body));
-  switch (claim.kind) {
-    case 'in_progress':
-      throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed.');
-    case 'mismatch':
-      throw AppError.validation(
-        [{ path: 'Idempotency-Key', message: 'was already used with a different request body' }],
-        422,
-        'This Idempotency-Key was already used with a different request body.',
-      );
-    case 'replay':
-      reply.header('Idempotent-Replayed', 'true');
-      return send(reply, claim.status, claim.body);
-  }
+  const hash = requestHash(request.body);
+  let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string; stored: Promise<void> };
   try {
-    let serialized = '';
-    const result = await ctx.sql.begin(async (tx) => {
-      const r = await def.handler({ ...input, db: tx });
-      serialized = serialize(r);
-      await completeKey(tx, merchantId, route, idemKey, r.status, serialized);
-      return r;
+    outcome = await ctx.sql.begin(async (tx) => {
+      const found = await lookupKey(tx, merchantId, route, idemKey, hash);
+      if (found.kind !== 'new') return { found };
+      const result = await def.handler({ ...input, db: tx });
+      const serialized = serialize(result);
+      // Not awaited, so that it travels with the COMMIT that follows: one round trip for both.
+      // Should it fail, the transaction is aborted and that COMMIT rolls it back.
+      const stored = storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized);
+      stored.catch(() => {});
+      return { result, serialized, stored };
     });
-    return send(reply, result.status, serialized, result.headers);
+    if ('stored' in outcome) await outcome.stored;
   } catch (err) {
+    // Another request stored its answer first; this one's work was rolled back.
+    if (isKeyTaken(err)) return answerStored(reply, await lookUpAgain(ctx, merchantId, route, idemKey, hash));
     const appErr = toAppError(err);
     // A request that began executing and ended in "not found" or "conflict" has an answer worth
-    // replaying; anything else leaves the key free for a corrected retry.
-    if (appErr.status === 404 || appErr.status === 409) {
-      const body = JSON.stringify(envelope(appErr, request));
-      await completeKey(ctx.sql, merchantId, route, idemKey, appErr.status, body);
-      // The stored bytes themselves, so that a replay is byte-identical to this first answer.
-      return send(reply, appErr.status, body);
-    }
-    await releaseKey(ctx.sql, merchantId, route, idemKey).catch(() => {});
-    throw appErr;
+    // replaying; anything else rolled back with nothing stored, leaving the key free for a
+    // corrected retry.
+    if (appErr.status !== 404 && appErr.status !== 409) throw appErr;
+    const body = JSON.stringify(envelope(appErr, request));
+    const found = await ctx.sql.begin(async (tx) => {
+      const again = await lookupKey(tx, merchantId, route, idemKey, hash);
+      if (again.kind === 'new') await storeAnswer(tx, merchantId, route, idemKey, hash, appErr.status, body);
+      return again;
+    });
+    if (found.kind !== 'new') return answerStored(reply, found);
+    // The stored bytes themselves, so that a replay is byte-identical to this first answer.
+    return send(reply, appErr.status, body);
   }
+  if ('found' in outcome) return answerStored(reply, outcome.found);
+  return send(reply, outcome.result.status, outcome.serialized, outcome.result.headers);
 }
 
 /** Registers the external API's routes with auth, scopes, rate limit, validation and idempotency. */
 export function registerApi(app: FastifyInstance, ctx: AppContext, routes: RouteDef[]): void {
+  const limiter = new RateLimiter(ctx.sql, (err) => app.log.warn({ err }, 'sharing rate-limit counts failed'));
+  app.decorate('rateLimiter', limiter);
+  app.addHook('onClose', () => limiter.close());
   app.addHook('onRequest', async (request, reply) => {
     // An API route is known by the route matched, not by the raw URL: `/api/v1/%65xternal/...`
     // reaches the same handler and must not skip authentication.
@@ -162,9 +192,9 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
       // The reference (a route of its own with no RouteDef) needs no key, so it is counted per
       // address like any keyless request; an unknown path under the prefix, /docs included, is an
       // unknown route (404 with the rate-limit headers).
-      if (request.routeOptions.url !== undefined) return limitByAddress(ctx, request, reply);
+      if (request.routeOptions.url !== undefined) return limitByAddress(ctx, limiter, request, reply);
     }
-    await authenticate(ctx, request, reply, def);
+    await authenticate(ctx, limiter, request, reply, def);
     // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
     // body of the wrong type (decisions §14: scope → path id → body).
     if (def?.params) request.apiParams = parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);

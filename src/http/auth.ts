@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Sql } from '../db/client.js';
 
@@ -13,7 +13,8 @@ export interface MerchantSettings {
   invoice_prefix: string;
 }
 
-export interface AuthContext {
+/** An API key and its merchant, as the store looks them up and caches them. */
+export interface ApiKey {
   keyId: string;
   prefix: string;
   scopes: string[];
@@ -23,8 +24,13 @@ export interface AuthContext {
   merchant: MerchantSettings;
 }
 
+/** The caller of one request: its key, and the key's rate-limit window with this request counted. */
+export interface AuthContext extends ApiKey {
+  rateLimitWindow: { limit: number; remaining: number; reset: number };
+}
+
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 // Keys are looked up by their SHA-256, never compared as plain strings, so response time says
@@ -33,13 +39,13 @@ export function hashApiKey(key: string): Buffer {
 const KEY_CACHE_MS = 5_000;
 
 export class ApiKeyStore {
-  private cache = new Map<string, { auth: AuthContext; until: number }>();
+  private cache = new Map<string, { auth: ApiKey; until: number }>();
 
   constructor(private readonly sql: Sql) {}
 
-  async lookup(key: string): Promise<AuthContext | null> {
-    const hash = hashApiKey(key);
-    const cacheKey = hash.toString('base64');
+  async lookup(key: string): Promise<ApiKey | null> {
+    // The digest as text first: it is the cache key, and a hit needs no bytes.
+    const cacheKey = hash('sha256', key, 'base64');
     const now = Date.now();
     const hit = this.cache.get(cacheKey);
     if (hit && hit.until > now) return hit.auth;
@@ -51,13 +57,13 @@ export class ApiKeyStore {
              m.id, m.name, m.email, m.base_currency, m.default_tax_rate::text AS default_tax_rate,
              m.default_locale, m.timezone, m.invoice_prefix
         FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
-       WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`;
+       WHERE k.key_hash = ${Buffer.from(cacheKey, 'base64')} AND k.revoked_at IS NULL`;
     const r = rows[0];
     if (!r) {
       this.cache.delete(cacheKey);
       return null;
     }
-    const auth: AuthContext = {
+    const auth: ApiKey = {
       keyId: r.key_id,
       prefix: r.prefix,
       scopes: r.scopes,

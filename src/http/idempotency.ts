@@ -3,12 +3,9 @@ import type { Queryable, Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-// A claim held longer than this belongs to a process that died mid-request (its transaction
-// rolled back), so the key may be claimed again.
-const CLAIM_LEASE_MS = 60 * 1000;
 
-export type ClaimResult =
-  | { kind: 'claimed' }
+export type KeyLookup =
+  | { kind: 'new' }
   | { kind: 'in_progress' }
   | { kind: 'mismatch' }
   | { kind: 'replay'; status: number; body: string };
@@ -29,37 +26,61 @@ function canonicalJson(v: unknown): string {
   return JSON.stringify(v);
 }
 
-export async function claimKey(sql: Sql, merchantId: string, route: string, key: string, hash: string): Promise<ClaimResult> {
+/**
+ * The first statement of the request's transaction. It takes the key's transaction-scoped
+ * advisory lock without waiting: held, the key is claimed until this transaction ends (a process
+ * that dies mid-request releases it with its connection); held elsewhere, a request with this key
+ * is running now. It reads the answer stored for the key, if any, and, holding the lock, removes
+ * one that has expired, so that storeAnswer is a plain insert.
+ *
+ * A `running` row is a claim of the earlier claim-then-complete scheme, kept by a process of the
+ * previous release until its lease ends.
+ */
+export async function lookupKey(db: Queryable, merchantId: string, route: string, key: string, hash: string): Promise<KeyLookup> {
   const now = clock.now();
-  const claimed = await sql`
-    INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, created_at, expires_at)
-    VALUES (${merchantId}, ${route}, ${key}, ${hash}, 'running',
-            ${new Date(now.getTime() + CLAIM_LEASE_MS)}, ${now}, ${new Date(now.getTime() + RETENTION_MS)})
-    ON CONFLICT (merchant_id, route, key) DO UPDATE
-       SET request_hash = EXCLUDED.request_hash, status = 'running', locked_until = EXCLUDED.locked_until,
-           response_status = NULL, response_body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-     WHERE (idempotency_keys.status = 'running' AND idempotency_keys.locked_until < EXCLUDED.created_at)
-        OR idempotency_keys.expires_at < EXCLUDED.created_at
-    RETURNING 1`;
-  if (claimed.count === 1) return { kind: 'claimed' };
-  const [row] = await sql<{ request_hash: string; status: string; response_status: number | null; response_body: string | null }[]>`
-    SELECT request_hash, status, response_status, response_body FROM idempotency_keys
-     WHERE merchant_id = ${merchantId} AND route = ${route} AND key = ${key}`;
-  // Released between our two statements: the caller may simply retry.
-  if (!row || row.status === 'running') return { kind: 'in_progress' };
-  if (row.request_hash !== hash) return { kind: 'mismatch' };
-  return { kind: 'replay', status: row.response_status ?? 200, body: row.response_body ?? '' };
+  const [row] = await db<{ locked: boolean; request_hash: string | null; status: string | null; response_status: number | null; response_body: string | null }[]>`
+    WITH claim AS (
+      SELECT pg_try_advisory_xact_lock(hashtextextended(${`${merchantId} ${route} ${key}`}, 0)) AS locked
+    ), expired AS (
+      DELETE FROM idempotency_keys k USING claim
+       WHERE claim.locked AND k.merchant_id = ${merchantId} AND k.route = ${route} AND k.key = ${key}
+         AND (k.expires_at < ${now} OR (k.status = 'running' AND k.locked_until < ${now}))
+    )
+    SELECT claim.locked, k.request_hash, k.status, k.response_status, k.response_body
+      FROM claim
+      LEFT JOIN idempotency_keys k
+        ON k.merchant_id = ${merchantId} AND k.route = ${route} AND k.key = ${key} AND k.expires_at >= ${now}
+       AND (k.status = 'done' OR k.locked_until >= ${now})`;
+  if (row?.status === 'done') {
+    if (row.request_hash !== hash) return { kind: 'mismatch' };
+    return { kind: 'replay', status: row.response_status ?? 200, body: row.response_body ?? '' };
+  }
+  return row?.locked && row.status === null ? { kind: 'new' } : { kind: 'in_progress' };
 }
 
-/** Records the answer; called inside the business transaction so both commit together. */
-export async function completeKey(db: Queryable, merchantId: string, route: string, key: string, status: number, body: string): Promise<void> {
+/**
+ * Stores the answer in the transaction of a lookupKey that found the key new. It fails with a
+ * unique violation (isKeyTaken) when another request stored an answer for the key first: one
+ * that committed after the lookup's snapshot was taken but before its lock was.
+ */
+export async function storeAnswer(
+  db: Queryable,
+  merchantId: string,
+  route: string,
+  key: string,
+  hash: string,
+  status: number,
+  body: string,
+): Promise<void> {
+  const now = clock.now();
   await db`
-    UPDATE idempotency_keys SET status = 'done', response_status = ${status}, response_body = ${body}
-     WHERE merchant_id = ${merchantId} AND route = ${route} AND key = ${key}`;
+    INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, response_status, response_body, created_at, expires_at)
+    VALUES (${merchantId}, ${route}, ${key}, ${hash}, 'done', ${now}, ${status}, ${body}, ${now}, ${new Date(now.getTime() + RETENTION_MS)})`;
 }
 
-export async function releaseKey(sql: Sql, merchantId: string, route: string, key: string): Promise<void> {
-  await sql`DELETE FROM idempotency_keys WHERE merchant_id = ${merchantId} AND route = ${route} AND key = ${key} AND status = 'running'`;
+export function isKeyTaken(err: unknown): boolean {
+  const e = err as { code?: string; constraint_name?: string } | null;
+  return e?.code === '23505' && e.constraint_name === 'idempotency_keys_pkey';
 }
 
 export async function purgeExpiredKeys(sql: Sql): Promise<number> {

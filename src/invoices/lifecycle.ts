@@ -61,7 +61,7 @@ async function recordReminder(
     data: { reminder_number: reminder.reminder_number, custom_message: opts.customMessage },
   });
   const resource = reminderResource(reminder);
-  await emitEvent(db, merchantId, 'invoice.reminder_sent', {
+  await emitEvent(db, deps.boss, merchantId, 'invoice.reminder_sent', {
     object: await getInvoice(db, merchantId, id, deps.urls),
     reminder: resource,
   });
@@ -131,7 +131,7 @@ export async function markInvoicePaid(db: Queryable, merchant: MerchantSettings,
     locale: row.locale,
     data: { payment_id: paymentId, amount: formatAmount(row.total, row.currency), paid_at: iso(now) },
   });
-  await emitEvent(db, merchant.id, 'invoice.paid', { object: await getInvoice(db, merchant.id, id, deps.urls) });
+  await emitEvent(db, deps.boss, merchant.id, 'invoice.paid', { object: await getInvoice(db, merchant.id, id, deps.urls) });
   return {
     invoice_id: row.id,
     status: row.status,
@@ -150,7 +150,7 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
   }
   const row = await q.markCancelled(db, merchantId, id, reason, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'cancel');
-  await emitEvent(db, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
+  await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
   return { invoice_id: row.id, status: row.status, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason };
 }
 
@@ -158,13 +158,13 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
 const SWEEP_BATCH = 500;
 
 /** sent, viewed → overdue past the due date, each with its `invoice.overdue` event. */
-export async function markOverdue(sql: Sql, now: Date, urls: Urls): Promise<number> {
+export async function markOverdue(sql: Sql, now: Date, deps: LifecycleDeps): Promise<number> {
   let moved = 0;
   for (;;) {
     const batch = await sql.begin(async (tx) => {
       const rows = await q.markOverdueBatch(tx, now, SWEEP_BATCH);
       for (const r of rows) {
-        await emitEvent(tx, r.merchant_id, 'invoice.overdue', { object: await getInvoice(tx, r.merchant_id, r.id, urls) });
+        await emitEvent(tx, deps.boss, r.merchant_id, 'invoice.overdue', { object: await getInvoice(tx, r.merchant_id, r.id, deps.urls) });
       }
       return rows.length;
     });

@@ -53,6 +53,12 @@ export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
 
 export type NewInvoice = Omit<
   InvoiceRow,
+  | 'client_id'
+  | 'client_name'
+  | 'client_email'
+  | 'client_rut'
+  | 'client_phone'
+  | 'client_address'
   | 'invoice_number'
   | 'amount_paid'
   | 'sent_at'
@@ -67,26 +73,73 @@ export type NewInvoice = Omit<
   | 'updated_at'
 >;
 
-export async function insertInvoice(db: Queryable, inv: NewInvoice, items: (InvoiceItemRow & { position: number })[]): Promise<InvoiceRow> {
-  const [row] = await db<InvoiceRow[]>`
-    INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, client_phone, client_address,
-                          external_reference, status, currency, exchange_rate, base_currency, issue_date, due_date,
-                          is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale,
-                          created_at, updated_at)
-    VALUES (${inv.id}, ${inv.merchant_id}, ${inv.client_id}, ${inv.client_name}, ${inv.client_email}, ${inv.client_rut},
-            ${inv.client_phone}, ${inv.client_address}, ${inv.external_reference}, ${inv.status}, ${inv.currency},
-            ${inv.exchange_rate}::numeric, ${inv.base_currency}, ${inv.issue_date}::date, ${inv.due_date}::date,
-            ${inv.is_tax_exempt}, ${inv.tax_inclusive}, ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric,
-            ${inv.tax_total}::numeric, ${inv.total}::numeric, ${inv.public_token}, ${inv.locale},
-            ${inv.created_at}, ${inv.created_at})
-    RETURNING *`;
-  await db`
-    INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
-    SELECT unnest(${items.map((i) => i.id)}::uuid[]), ${inv.id}, unnest(${items.map((i) => i.position)}::int[]),
-           unnest(${items.map((i) => i.product_id)}::text[]), unnest(${items.map((i) => i.description)}::text[]),
-           unnest(${items.map((i) => i.quantity)}::numeric[]), unnest(${items.map((i) => i.unit_price)}::numeric[]),
-           unnest(${items.map((i) => i.line_total)}::numeric[])`;
-  return row!;
+export type NewInvoiceItem = InvoiceItemRow & { position: number };
+
+/** The client an invoice is for, whose details the invoice keeps as they are now. */
+export interface ClientSnapshot {
+  id: string;
+  name: string;
+  email: string;
+  rut: string | null;
+  phone: string | null;
+  address: string | null;
+}
+
+/** The merchant's client with this e-mail, ignoring case. */
+export interface ClientByEmail {
+  email: string;
+}
+
+/**
+ * The invoice and its items in one statement. The row comes back as getInvoice reads it (items
+ * as text, in order), so the caller can describe the new invoice without reading it again. Null
+ * when the client is given by e-mail and the merchant has none with it.
+ */
+export async function insertInvoice(db: Queryable, inv: NewInvoice, client: ClientSnapshot, items: NewInvoiceItem[]): Promise<InvoiceWithItems>;
+export async function insertInvoice(db: Queryable, inv: NewInvoice, client: ClientByEmail, items: NewInvoiceItem[]): Promise<InvoiceWithItems | null>;
+export async function insertInvoice(
+  db: Queryable,
+  inv: NewInvoice,
+  client: ClientSnapshot | ClientByEmail,
+  items: NewInvoiceItem[],
+): Promise<InvoiceWithItems | null> {
+  const clientRow =
+    'id' in client
+      ? db`SELECT ${client.id}::uuid AS id, ${client.name}::text AS name, ${client.email}::text AS email,
+                  ${client.rut}::text AS rut, ${client.phone}::text AS phone, ${client.address}::text AS address`
+      : db`SELECT id, name, email, rut, phone, address FROM clients
+            WHERE merchant_id = ${inv.merchant_id} AND lower(email) = lower(${client.email})`;
+  const rows = await db<InvoiceWithItems[]>`
+    WITH client AS (${clientRow}), invoice AS (
+      INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, client_phone, client_address,
+                            external_reference, status, currency, exchange_rate, base_currency, issue_date, due_date,
+                            is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale,
+                            created_at, updated_at)
+      SELECT ${inv.id}, ${inv.merchant_id}, client.id, client.name, client.email, client.rut, client.phone, client.address,
+             ${inv.external_reference}, ${inv.status}, ${inv.currency}, ${inv.exchange_rate}::numeric, ${inv.base_currency},
+             ${inv.issue_date}::date, ${inv.due_date}::date, ${inv.is_tax_exempt}, ${inv.tax_inclusive},
+             ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric, ${inv.tax_total}::numeric, ${inv.total}::numeric,
+             ${inv.public_token}, ${inv.locale}, ${inv.created_at}, ${inv.created_at}
+        FROM client
+      RETURNING *
+    ), item AS (
+      INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
+      SELECT it.id, invoice.id, it.position, it.product_id, it.description, it.quantity, it.unit_price, it.line_total
+        FROM invoice,
+             unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.position)}::int[], ${items.map((i) => i.product_id)}::text[],
+                    ${items.map((i) => i.description)}::text[], ${items.map((i) => i.quantity)}::numeric[],
+                    ${items.map((i) => i.unit_price)}::numeric[], ${items.map((i) => i.line_total)}::numeric[])
+               AS it (id, position, product_id, description, quantity, unit_price, line_total)
+      RETURNING *
+    )
+    SELECT invoice.*,
+           coalesce((SELECT json_agg(json_build_object(
+               'id', item.id, 'product_id', item.product_id, 'description', item.description,
+               'quantity', item.quantity::text, 'unit_price', item.unit_price::text, 'line_total', item.line_total::text)
+               ORDER BY item.position)
+             FROM item), '[]'::json) AS items
+      FROM invoice`;
+  return rows[0] ?? null;
 }
 
 // Items come back in the same statement, as text so no amount passes through a float.

@@ -138,47 +138,46 @@ export async function createInvoice(db: Queryable, merchant: MerchantSettings, i
     taxInclusive: input.tax_inclusive,
     taxExempt: input.is_tax_exempt,
   });
-  const client = await findOrCreateClient(db, merchant.id, input.client, deps.urls.apiBase);
   const id = newId();
-  const row = await q.insertInvoice(
-    db,
-    {
-      id,
-      merchant_id: merchant.id,
-      client_id: client.id,
-      client_name: client.name,
-      client_email: client.email,
-      client_rut: client.rut,
-      client_phone: client.phone,
-      client_address: client.address,
-      external_reference: input.external_reference ?? null,
-      status: 'draft',
-      currency,
-      exchange_rate: exchange?.rate ?? null,
-      base_currency: exchange?.base ?? null,
-      issue_date: issueDate,
-      due_date: input.due_date,
-      is_tax_exempt: input.is_tax_exempt,
-      tax_inclusive: input.tax_inclusive,
-      tax_rate: totals.taxRate.toFixed(2),
-      subtotal: totals.subtotal.toFixed(),
-      tax_total: totals.taxTotal.toFixed(),
-      total: totals.total.toFixed(),
-      public_token: randomToken(),
-      locale: input.locale ?? merchant.default_locale,
-      created_at: now,
-    },
-    input.items.map((it, i) => ({
-      id: newId(),
-      position: i,
-      product_id: null,
-      description: it.description,
-      quantity: String(it.quantity),
-      unit_price: String(it.unit_price),
-      line_total: totals.lineTotals[i]!.toFixed(),
-    })),
-  );
-  await emitEvent(db, merchant.id, 'invoice.created', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
+  const invoice: q.NewInvoice = {
+    id,
+    merchant_id: merchant.id,
+    external_reference: input.external_reference ?? null,
+    status: 'draft',
+    currency,
+    exchange_rate: exchange?.rate ?? null,
+    base_currency: exchange?.base ?? null,
+    issue_date: issueDate,
+    due_date: input.due_date,
+    is_tax_exempt: input.is_tax_exempt,
+    tax_inclusive: input.tax_inclusive,
+    tax_rate: totals.taxRate.toFixed(2),
+    subtotal: totals.subtotal.toFixed(),
+    tax_total: totals.taxTotal.toFixed(),
+    total: totals.total.toFixed(),
+    public_token: randomToken(),
+    locale: input.locale ?? merchant.default_locale,
+    created_at: now,
+  };
+  const items = input.items.map((it, i) => ({
+    id: newId(),
+    position: i,
+    product_id: null,
+    description: it.description,
+    quantity: String(it.quantity),
+    unit_price: String(it.unit_price),
+    line_total: totals.lineTotals[i]!.toFixed(),
+  }));
+  // The client is usually known already: the insert takes it by e-mail in the same statement.
+  const row =
+    (await q.insertInvoice(db, invoice, { email: input.client.email }, items)) ??
+    (await q.insertInvoice(
+      db,
+      invoice,
+      await findOrCreateClient(db, merchant.id, input.client, { apiBase: deps.urls.apiBase, boss: deps.boss }),
+      items,
+    ));
+  await emitEvent(db, deps.boss, merchant.id, 'invoice.created', { object: invoiceResource(row, deps.urls) });
   if (!input.send_immediately) return row;
   return sendInvoice(db, merchant, id, undefined, deps);
 }
@@ -205,7 +204,7 @@ export async function sendInvoice(db: Queryable, merchant: MerchantSettings, id:
   const row = await q.markSent(db, merchant.id, id, merchant.invoice_prefix, clock.now(), locale);
   if (!row) throw await explainRejection(db, merchant.id, id, 'send');
   await queueInvoiceEmail(db, deps.boss, row);
-  await emitEvent(db, merchant.id, 'invoice.sent', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
+  await emitEvent(db, deps.boss, merchant.id, 'invoice.sent', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
   return row;
 }
 

@@ -11,6 +11,16 @@ export function executor(db: Queryable): PgBoss.Db {
       // pg-boss leaves optional values undefined (node-pg sends NULL); postgres.js serialises
       // objects itself from the parameter types the server describes (jsonb), so they pass as is.
       const params = (values ?? []).map((v) => (v === undefined ? null : v));
+      // Maintenance (expiring leases, archiving) is one `BEGIN; …; COMMIT;` script; postgres.js
+      // refuses BEGIN on a pooled connection, so such a script gets a connection of its own.
+      if ('reserve' in db && /^\s*BEGIN\s*;/i.test(text)) {
+        const conn = await db.reserve();
+        try {
+          return { rows: [...(await conn.unsafe(text, params as never[]))] };
+        } finally {
+          conn.release();
+        }
+      }
       const rows = await db.unsafe(text, params as never[]);
       return { rows: [...rows] };
     },
@@ -28,6 +38,15 @@ export const queues = {
   overdueSweep: { name: 'overdue-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   remindersSchedule: { name: 'reminders-schedule', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   idempotencyPurge: { name: 'idempotency-purge', expireInSeconds: 120, retryLimit: 2, retryDelay: 60 },
+  // Fan-out only writes rows: quick, and safe to repeat (one delivery per event and endpoint).
+  webhookFanout: { name: 'webhook-fanout', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  // One attempt per job; the next attempt is a new job on the schedule of decisions §10, so
+  // pg-boss's own retries only cover a worker that died or a database that blinked. The lease
+  // outlasts the 15 s request timeout.
+  webhookDeliver: { name: 'webhook-deliver', expireInSeconds: 30, retryLimit: 20, retryDelay: 5, retryBackoff: true },
+  // One job per session at its expires_at (and a periodic sweep with no checkout_id). A run that
+  // finds its session not due yet (clocks a little apart) throws, and the backoff retries it.
+  checkoutExpire: { name: 'checkout-expire', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
 } as const satisfies Record<string, PgBoss.Queue>;
 
 export type QueueName = (typeof queues)[keyof typeof queues]['name'];

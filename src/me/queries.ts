@@ -14,9 +14,3 @@ export async function getMerchantProfile(db: Queryable, merchantId: string): Pro
   return rows[0] ?? null;
 }
 
-/** Hits already counted in one rate-limit window of a bucket; 0 when the window has no row yet. */
-export async function windowHits(db: Queryable, bucket: string, windowStart: number): Promise<number> {
-  const rows = await db<{ hits: number }[]>`
-    SELECT hits FROM rate_limit_windows WHERE bucket = ${bucket} AND window_start = ${windowStart}`;
-  return rows[0]?.hits ?? 0;
-}

@@ -14,9 +14,9 @@ export const meRoutes = [
     scope: null,
     response: { status: 200, description: 'The key and its merchant', schema: s.meResource },
     errors: [],
-    handler: async ({ auth, ctx, db }) => ({
+    handler: async ({ auth, db }) => ({
       status: 200,
-      body: await service.describeCaller(db, auth, ctx.config.RATE_LIMIT_PER_MINUTE),
+      body: await service.describeCaller(db, auth),
     }),
   }),
 ];

@@ -160,7 +160,7 @@ async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
     const invoice = await getInvoice(tx, target.merchant_id, target.id);
     const merchant = await getMerchant(tx, target.merchant_id);
     if (!invoice || !merchant) return null;
-    if (firstView) await emitEvent(tx, target.merchant_id, 'invoice.viewed', { object: invoiceResource(invoice, urls) });
+    if (firstView) await emitEvent(tx, ctx.boss, target.merchant_id, 'invoice.viewed', { object: invoiceResource(invoice, urls) });
     return { invoice, merchant };
   });
 }

@@ -9,6 +9,7 @@ import * as merchants from '../../src/merchants/service.js';
 import type { Scope } from '../../src/http/scopes.js';
 import { createTestDatabase } from './db.js';
 import { createBoss } from '../../src/jobs/boss.js';
+import { loadSecretBox } from '../../src/webhooks/secrets.js';
 import { startWorker, type Worker } from '../../jobs/worker.js';
 
 interface Teardown {
@@ -41,6 +42,9 @@ export const TEST_ENV = {
   NODE_ENV: 'test',
   PUBLIC_BASE_URL: 'http://invoicing.test',
   LOG_LEVEL: 'silent',
+  ENCRYPTION_KEY: '0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0',
+  // Tests deliver webhooks to receivers on this machine.
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
 };
 
 /** The real app on a database of its own; everything is closed and dropped when the test ends. */
@@ -52,7 +56,7 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
   const boss = createBoss(sql, { worker: false });
   boss.on('error', () => {});
   await boss.start();
-  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss };
+  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss, secrets: loadSecretBox(config) };
   const app = await buildApp(ctx, { logger: false });
   let worker: Worker | null = null;
   t.teardown(async () => {

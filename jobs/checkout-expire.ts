@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { clock } from '../src/clock.js';
+import { expireDueCheckouts, expireOnSchedule } from '../src/checkout/service.js';
+import { invoiceUrls } from '../src/http/urls.js';
+import type { WorkerDeps } from './worker.js';
+
+// Old jobs outlive deploys: the payload is checked, never trusted. No checkout_id: the sweep.
+const payload = z.object({ checkout_id: z.uuid().optional() });
+
+/** Expires one session at its deadline, or every overdue pending one (the sweep); returns how many. */
+export async function expireCheckouts(deps: WorkerDeps, data: unknown): Promise<number> {
+  const { checkout_id } = payload.parse(data ?? {});
+  const d = { urls: invoiceUrls(deps.config), boss: deps.boss, exchangeRatesUrl: deps.config.EXCHANGE_RATES_URL };
+  const now = clock.now();
+  if (checkout_id) return (await expireOnSchedule(deps.sql, checkout_id, now, d)) ? 1 : 0;
+  return expireDueCheckouts(deps.sql, now, d);
+}

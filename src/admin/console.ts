@@ -1,0 +1,352 @@
+// The support console's browser script (bundled by routes.ts). Everything it shows comes from
+// merchants and receivers, so it only ever reaches the page as text: textContent, append(string)
+// and attribute values, never markup.
+import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import type { AppRouter } from './router.js';
+
+type Outputs = inferRouterOutputs<AppRouter>;
+type ListFilters = inferRouterInputs<AppRouter>['deliveries']['list'];
+type Delivery = Outputs['deliveries']['list']['data'][number];
+type DeliveryDetail = Outputs['deliveries']['get'];
+type Endpoint = Outputs['endpoints']['enable'];
+type DeliveryStatus = ListFilters['status'];
+type EventType = ListFilters['event_type'];
+
+// sessionStorage: the token lives as long as the tab, and no other tab or later visit sees it.
+const TOKEN_KEY = 'invoicing-admin-token';
+const PAGE_SIZE = 50;
+const POLL_MS = 2000;
+
+const client = createTRPCClient<AppRouter>({
+  links: [
+    httpLink({
+      url: `${location.origin}/admin/trpc`,
+      headers: (): Record<string, string> => {
+        const token = sessionStorage.getItem(TOKEN_KEY);
+        return token ? { Authorization: `Bearer ${token}` } : {};
+      },
+    }),
+  ],
+});
+
+function byId<T extends HTMLElement>(id: string, type: new () => T): T {
+  const el = document.getElementById(id);
+  if (!(el instanceof type)) throw new Error(`the page lacks #${id}`);
+  return el;
+}
+
+type Child = Node | string | null | undefined;
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, value);
+  for (const c of children) if (c !== null && c !== undefined) el.append(c);
+  return el;
+}
+
+function when(value: string | null): string {
+  return value ? value.replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '—';
+}
+
+/** A datetime-local field's value (the browser's local time) as an RFC 3339 instant. */
+function instant(local: string): string | undefined {
+  return local ? new Date(local).toISOString() : undefined;
+}
+
+function localValue(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+function facts(list: HTMLDListElement, rows: [string, Child][]): void {
+  list.replaceChildren(...rows.flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
+}
+
+const ui = {
+  notice: byId('notice', HTMLElement),
+  problem: byId('problem', HTMLElement),
+  signOut: byId('sign-out', HTMLButtonElement),
+  login: byId('login', HTMLElement),
+  loginForm: byId('login-form', HTMLFormElement),
+  token: byId('token', HTMLInputElement),
+  main: byId('console', HTMLElement),
+  filters: byId('filters', HTMLFormElement),
+  merchant: byId('f-merchant', HTMLSelectElement),
+  endpoint: byId('f-endpoint', HTMLSelectElement),
+  status: byId('f-status', HTMLSelectElement),
+  eventType: byId('f-type', HTMLSelectElement),
+  from: byId('f-from', HTMLInputElement),
+  to: byId('f-to', HTMLInputElement),
+  rows: byId('delivery-rows', HTMLTableSectionElement),
+  more: byId('more', HTMLButtonElement),
+  endpointPanel: byId('endpoint', HTMLElement),
+  endpointFacts: byId('endpoint-facts', HTMLDListElement),
+  toggle: byId('endpoint-toggle', HTMLButtonElement),
+  replayFailedForm: byId('replay-failed-form', HTMLFormElement),
+  replaySince: byId('replay-since', HTMLInputElement),
+  deliveryPanel: byId('delivery', HTMLElement),
+  deliveryFacts: byId('delivery-facts', HTMLDListElement),
+  replay: byId('replay', HTMLButtonElement),
+  attemptRows: byId('attempt-rows', HTMLTableSectionElement),
+  payload: byId('payload', HTMLPreElement),
+};
+
+let cursor: string | null = null;
+let openId: string | null = null;
+let shownEndpoint: Endpoint | null = null;
+let poll: ReturnType<typeof setTimeout> | undefined;
+const endpoints = new Map<string, Endpoint & { merchant_name?: string }>();
+
+function say(message: string): void {
+  ui.notice.textContent = message;
+  ui.problem.textContent = '';
+}
+
+function showLogin(message = ''): void {
+  clearTimeout(poll);
+  ui.main.hidden = true;
+  ui.signOut.hidden = true;
+  ui.login.hidden = false;
+  ui.notice.textContent = '';
+  ui.problem.textContent = message;
+  ui.token.value = '';
+  ui.token.focus();
+}
+
+function complain(err: unknown): void {
+  if (err instanceof TRPCClientError && (err.data as { code?: string } | undefined)?.code === 'UNAUTHORIZED') {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showLogin('The admin token was refused. Sign in again.');
+    return;
+  }
+  ui.problem.textContent = err instanceof Error ? err.message : String(err);
+}
+
+/** Runs one action; its button stays disabled meanwhile so a double click does not do it twice. */
+async function act(task: () => Promise<void>, button?: HTMLButtonElement): Promise<void> {
+  if (button) button.disabled = true;
+  try {
+    await task();
+  } catch (err) {
+    complain(err);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+// ─── Filters and the list ────────────────────────────────────────────────────
+
+function option(value: string, text: string): HTMLOptionElement {
+  const o = h('option', { value });
+  o.textContent = text;
+  return o;
+}
+
+async function loadEndpointOptions(): Promise<void> {
+  const merchantId = ui.merchant.value || undefined;
+  const selected = ui.endpoint.value;
+  const page = await client.endpoints.list.query({ merchant_id: merchantId, limit: 200 });
+  endpoints.clear();
+  const options = [option('', 'All endpoints')];
+  for (const e of page.data) {
+    endpoints.set(e.id, e);
+    const label = `${merchantId ? '' : `${e.merchant_name} — `}${e.url}${e.enabled ? '' : ' (disabled)'}`;
+    options.push(option(e.id, label));
+  }
+  ui.endpoint.replaceChildren(...options);
+  if (endpoints.has(selected)) ui.endpoint.value = selected;
+}
+
+function deliveryRow(d: Delivery): HTMLTableRowElement {
+  const open = h('button', { type: 'button', class: 'link' }, d.id.slice(0, 8));
+  open.addEventListener('click', () => void act(() => openDelivery(d.id)));
+  return h(
+    'tr',
+    { 'data-id': d.id },
+    h('td', {}, open),
+    h('td', {}, when(d.created_at)),
+    h('td', {}, d.merchant_name),
+    h('td', {}, d.endpoint_url),
+    h('td', {}, d.event_type),
+    h('td', {}, h('span', { class: `status status-${d.status}` }, d.status)),
+    h('td', {}, `${d.attempts}/${d.max_attempts}`),
+    h('td', { class: 'error' }, d.last_error ?? ''),
+  );
+}
+
+async function search(append = false): Promise<void> {
+  const page = await client.deliveries.list.query({
+    merchant_id: ui.merchant.value || undefined,
+    endpoint_id: ui.endpoint.value || undefined,
+    status: (ui.status.value || undefined) as DeliveryStatus,
+    event_type: (ui.eventType.value || undefined) as EventType,
+    from: instant(ui.from.value),
+    to: instant(ui.to.value),
+    limit: PAGE_SIZE,
+    cursor: append && cursor ? cursor : undefined,
+  });
+  const rows = page.data.map(deliveryRow);
+  if (append) ui.rows.append(...rows);
+  else ui.rows.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '8' }, 'No deliveries match.'))]));
+  cursor = page.next_cursor;
+  ui.more.hidden = cursor === null;
+}
+
+// ─── One endpoint ────────────────────────────────────────────────────────────
+
+function showEndpoint(e: Endpoint): void {
+  shownEndpoint = e;
+  ui.endpointPanel.hidden = false;
+  facts(ui.endpointFacts, [
+    ['URL', e.url],
+    ['Endpoint', e.id],
+    ['Merchant', e.merchant_id],
+    ['State', e.enabled ? 'enabled' : `disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}`],
+    ['Disabled at', when(e.disabled_at)],
+    ['Consecutive failures', String(e.consecutive_failures)],
+    ['Failing since', when(e.failing_since)],
+    ['Sandbox', e.is_sandbox ? 'yes' : 'no'],
+  ]);
+  ui.toggle.textContent = e.enabled ? 'Disable endpoint' : 'Enable endpoint';
+  if (!ui.replaySince.value) ui.replaySince.value = localValue(new Date(Date.now() - 24 * 3600 * 1000));
+}
+
+// ─── One delivery ────────────────────────────────────────────────────────────
+
+function deliveryLink(id: string, text: string): HTMLButtonElement {
+  const b = h('button', { type: 'button', class: 'link' }, text);
+  b.addEventListener('click', () => void act(() => openDelivery(id)));
+  return b;
+}
+
+function attemptRow(a: DeliveryDetail['attempt_log'][number]): HTMLTableRowElement {
+  const headers = Object.entries(a.request_headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\n');
+  return h(
+    'tr',
+    {},
+    h('td', {}, String(a.attempt_number)),
+    h('td', {}, when(a.started_at)),
+    h('td', {}, a.response_status === null ? '—' : String(a.response_status)),
+    h('td', {}, `${a.duration_ms} ms`),
+    h('td', { class: 'error' }, a.error ?? ''),
+    h('td', {}, h('pre', { class: 'excerpt' }, a.response_body ?? '')),
+    h('td', {}, h('details', {}, h('summary', {}, 'headers'), h('pre', {}, headers))),
+  );
+}
+
+function showDelivery(d: DeliveryDetail): void {
+  ui.deliveryPanel.hidden = false;
+  const replays = d.replays.length ? h('span', {}, ...d.replays.map((r) => deliveryLink(r.id, `${r.id.slice(0, 8)} (${r.status})`))) : null;
+  facts(ui.deliveryFacts, [
+    ['Delivery', d.id],
+    ['Merchant', d.merchant_name],
+    ['Endpoint', d.endpoint_url],
+    ['Event', `${d.event_type} · ${d.event_id}`],
+    ['Status', h('span', { class: `status status-${d.status}` }, d.status)],
+    ['Attempts', `${d.attempts} of ${d.max_attempts}`],
+    ['Next retry', when(d.next_retry_at)],
+    ['Last response', d.last_response_status === null ? '—' : String(d.last_response_status)],
+    ['Last error', d.last_error ?? '—'],
+    ['Created', when(d.created_at)],
+    ['Completed', when(d.completed_at)],
+    ['Test', d.is_test ? 'yes' : 'no'],
+    ['Replay of', d.replay_of ? deliveryLink(d.replay_of, d.replay_of.slice(0, 8)) : '—'],
+    ['Replayed as', replays],
+  ]);
+  ui.replay.hidden = d.is_test;
+  ui.attemptRows.replaceChildren(
+    ...(d.attempt_log.length ? d.attempt_log.map(attemptRow) : [h('tr', {}, h('td', { colspan: '7' }, 'No attempt yet.'))]),
+  );
+  ui.payload.textContent = d.payload;
+  if (d.endpoint) showEndpoint(d.endpoint);
+}
+
+async function openDelivery(id: string): Promise<void> {
+  clearTimeout(poll);
+  const d = await client.deliveries.get.query({ delivery_id: id });
+  openId = id;
+  showDelivery(d);
+  // A delivery still under way is watched until it settles.
+  if (d.status === 'pending' || d.status === 'retrying') {
+    poll = setTimeout(() => {
+      if (openId === id) void act(() => openDelivery(id));
+    }, POLL_MS);
+  }
+}
+
+// ─── Signing in and the actions ──────────────────────────────────────────────
+
+async function enter(): Promise<void> {
+  const [merchants, types] = await Promise.all([client.merchants.list.query(), client.events.types.query()]);
+  ui.login.hidden = true;
+  ui.main.hidden = false;
+  ui.signOut.hidden = false;
+  ui.merchant.replaceChildren(option('', 'All merchants'), ...merchants.map((m) => option(m.id, `${m.name} · ${m.email}`)));
+  ui.eventType.replaceChildren(option('', 'Any type'), ...types.map((t) => option(t.type, t.type)));
+  await loadEndpointOptions();
+  await search();
+}
+
+ui.loginForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, ui.token.value.trim());
+  ui.token.value = '';
+  void act(enter, ui.loginForm.querySelector('button') ?? undefined);
+});
+
+ui.signOut.addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  showLogin();
+});
+
+ui.merchant.addEventListener('change', () => void act(loadEndpointOptions));
+
+ui.endpoint.addEventListener('change', () => {
+  const e = endpoints.get(ui.endpoint.value);
+  if (e) showEndpoint(e);
+});
+
+ui.filters.addEventListener('submit', (e) => {
+  e.preventDefault();
+  void act(() => search(), ui.filters.querySelector('button') ?? undefined);
+});
+
+ui.more.addEventListener('click', () => void act(() => search(true), ui.more));
+
+ui.replay.addEventListener('click', () =>
+  void act(async () => {
+    if (!openId) return;
+    const created = await client.deliveries.replay.mutate({ delivery_id: openId });
+    say(`Replayed as delivery ${created.id}.`);
+    await search();
+    await openDelivery(created.id);
+  }, ui.replay),
+);
+
+ui.toggle.addEventListener('click', () =>
+  void act(async () => {
+    if (!shownEndpoint) return;
+    const id = { endpoint_id: shownEndpoint.id };
+    const updated = shownEndpoint.enabled ? await client.endpoints.disable.mutate(id) : await client.endpoints.enable.mutate(id);
+    showEndpoint(updated);
+    say(updated.enabled ? 'Endpoint enabled; its failure streak is cleared.' : 'Endpoint disabled.');
+    await loadEndpointOptions();
+  }, ui.toggle),
+);
+
+ui.replayFailedForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  void act(async () => {
+    const since = instant(ui.replaySince.value);
+    if (!shownEndpoint || !since) return;
+    const result = await client.deliveries.replayFailed.mutate({ endpoint_id: shownEndpoint.id, since });
+    say(`Replayed ${result.created} failed deliveries.${result.has_more ? ' More remain: replay again.' : ''}`);
+    await search();
+  }, ui.replayFailedForm.querySelector('button') ?? undefined);
+});
+
+if (sessionStorage.getItem(TOKEN_KEY)) void act(enter);
+else showLogin();

@@ -1,0 +1,48 @@
+import * as merchants from '../merchants/service.js';
+import { replayFailedDeliveries } from '../webhooks/replay.js';
+import * as admin from './service.js';
+import * as s from './schemas.js';
+import { adminProcedure, createCallerFactory, router } from './trpc.js';
+
+/** Support staff's interface (decisions §1, §9, §10): every procedure is one service call. */
+export const appRouter = router({
+  deliveries: router({
+    list: adminProcedure.input(s.deliveryListInput).query(({ ctx, input }) => admin.listDeliveries(ctx.db, input)),
+    get: adminProcedure.input(s.deliveryIdInput).query(({ ctx, input }) => admin.getDelivery(ctx.db, input.delivery_id)),
+    replay: adminProcedure.input(s.deliveryIdInput).mutation(({ ctx, input }) => admin.replay(ctx.db, ctx.deps, input.delivery_id)),
+    replayFailed: adminProcedure
+      .input(s.replayFailedInput)
+      .mutation(({ ctx, input }) => replayFailedDeliveries(ctx.db, ctx.deps, input.endpoint_id, input.since, input.limit)),
+  }),
+  endpoints: router({
+    list: adminProcedure.input(s.endpointListInput).query(({ ctx, input }) => admin.listEndpoints(ctx.db, input)),
+    enable: adminProcedure.input(s.endpointIdInput).mutation(({ ctx, input }) => admin.setEndpointEnabled(ctx.db, input.endpoint_id, true)),
+    disable: adminProcedure.input(s.endpointIdInput).mutation(({ ctx, input }) => admin.setEndpointEnabled(ctx.db, input.endpoint_id, false)),
+  }),
+  events: router({
+    list: adminProcedure.input(s.eventListInput).query(({ ctx, input }) => admin.listEvents(ctx.db, input)),
+    get: adminProcedure.input(s.eventIdInput).query(({ ctx, input }) => admin.getEvent(ctx.db, input.event_id)),
+    types: adminProcedure.query(() => admin.eventTypes()),
+  }),
+  merchants: router({
+    create: adminProcedure.input(s.createMerchantInput).mutation(({ ctx, input }) => admin.createMerchant(ctx.db, input)),
+    list: adminProcedure.query(({ ctx }) => merchants.listMerchants(ctx.db)),
+    setPaymentProvider: adminProcedure
+      .input(s.setProviderInput)
+      .mutation(({ ctx, input }) => merchants.setPaymentProvider(ctx.db, input.merchant_id, input.payment_provider)),
+  }),
+  keys: router({
+    /** The answer's `key` is the only time the key is ever shown. */
+    create: adminProcedure.input(s.createKeyInput).mutation(({ ctx, input }) => merchants.createApiKey(ctx.db, input)),
+    list: adminProcedure.input(s.keyListInput).query(({ ctx, input }) => merchants.listApiKeys(ctx.db, input.merchant_id)),
+    revoke: adminProcedure.input(s.keyIdInput).mutation(({ ctx, input }) => merchants.revokeApiKey(ctx.db, input.key_id)),
+  }),
+  rates: router({
+    set: adminProcedure.input(s.setRateInput).mutation(({ ctx, input }) => admin.setExchangeRate(ctx.db, input)),
+    list: adminProcedure.input(s.rateListInput).query(({ ctx, input }) => admin.listExchangeRates(ctx.db, input)),
+  }),
+});
+
+export type AppRouter = typeof appRouter;
+
+export const createCaller = createCallerFactory(appRouter);

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { clientEmail, clientName } from '../clients/schemas.js';
+import { timestamp, uuid } from '../http/schemas.js';
+import { decimalPlaces } from '../money.js';
+
+export const checkoutStatuses = ['pending', 'completed', 'expired'] as const;
+export type CheckoutStatus = (typeof checkoutStatuses)[number];
+
+export const checkoutPaymentStatuses = ['unpaid', 'paid', 'failed'] as const;
+export type CheckoutPaymentStatus = (typeof checkoutPaymentStatuses)[number];
+
+/** Absolute http(s), no credentials: the browser is sent there, and the page links it. */
+function isRedirectTarget(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === '';
+}
+
+const redirectUrl = (description: string, example: string) =>
+  z
+    .string()
+    .max(2000)
+    .refine(isRedirectTarget, 'must be an absolute http(s) URL')
+    .meta({ format: 'uri', description, example });
+
+export const createCheckoutBody = z
+  .strictObject({
+    amount: z
+      .number({ message: 'must be a number' })
+      .gt(0)
+      .max(1e12)
+      // The currency's own precision (0 for CLP, 4 for CLF) is checked once the currency is known.
+      .refine((v) => decimalPlaces(v) <= 4, 'at most 4 decimals')
+      .meta({ description: "Total to charge, tax included, with no more decimals than the currency allows (0 for CLP)", example: 11900 }),
+    currency: z
+      .string()
+      .optional()
+      .meta({ description: 'CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN or PEN; default the merchant base currency' }),
+    description: z.string().trim().min(1, 'must not be empty').max(1000).meta({ description: 'The line item of the invoice, shown on the payment page' }),
+    customer_email: clientEmail.meta({ description: 'The client with this e-mail (ignoring case) is reused, otherwise created' }),
+    customer_name: clientName,
+    success_url: redirectUrl('Where the customer is sent (303) after a successful payment', 'https://shop.example.cl/orders/1001/paid'),
+    cancel_url: redirectUrl('Where the customer is sent (303) on cancel or a declined payment', 'https://shop.example.cl/orders/1001'),
+    external_reference: z.string().max(255).optional().meta({ description: "Your own reference, kept on the session and its invoice" }),
+  })
+  .meta({ id: 'CreateCheckoutRequest' });
+export type CreateCheckoutInput = z.output<typeof createCheckoutBody>;
+
+export const checkoutIdParams = z.strictObject({ checkout_id: uuid });
+
+export const checkoutSession = z
+  .object({
+    checkout_id: z.string(),
+    checkout_url: z.string().meta({ description: 'The hosted payment page to send the customer to' }),
+    status: z.enum(checkoutStatuses).meta({ description: 'pending until paid (completed) or past expires_at (expired)' }),
+    payment_status: z.enum(checkoutPaymentStatuses).meta({ description: 'failed after a declined attempt; the customer may still pay while pending' }),
+    expires_at: timestamp,
+    external_reference: z.string().nullable(),
+    completed_at: timestamp.nullable(),
+    invoice_id: z.string().meta({ description: 'The invoice created and sent for this session' }),
+  })
+  .meta({ id: 'CheckoutSession' });
+export type CheckoutSessionResource = z.output<typeof checkoutSession>;

@@ -1,0 +1,244 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Handlebars from 'handlebars';
+import type { AppContext } from '../context.js';
+import { clock } from '../clock.js';
+import { toAppError } from '../http/envelope.js';
+import { invoiceUrls } from '../http/urls.js';
+import type { Locale } from '../invoices/schemas.js';
+import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
+import { getInvoiceRow } from '../invoices/queries.js';
+import { getMerchant } from '../merchants/queries.js';
+import { formatMoney } from '../format.js';
+import { templatesDir } from '../paths.js';
+import { checkoutUrl, effectiveStatus, submitPayment } from '../checkout/service.js';
+import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
+import { providerFor } from '../checkout/providers/registry.js';
+import type { CustomerAction } from '../checkout/providers/provider.js';
+
+/** What a checkout token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
+const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+
+// A form carries one short field; anything bigger is not from our page.
+const FORM_BODY_LIMIT = 4096;
+
+const labelKeys = [
+  'title', 'payTo', 'invoice', 'amount', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
+  'cancel', 'backToStore', 'backToPayment', 'questions', 'completedTitle', 'completedBody', 'expiredTitle', 'expiredBody',
+  'closedTitle', 'closedBody', 'notFoundTitle', 'notFoundBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle',
+  'sessionExpiredBody', 'errorTitle', 'errorBody',
+] as const;
+
+/** What the page shows instead of the Pay button: the session's end, or an invoice closed meanwhile. */
+type ClosedState = 'completed' | 'expired' | 'closed';
+
+type Labels = Record<(typeof labelKeys)[number], string> & { states: Record<ClosedState, string> };
+
+function parseLabels(file: string, text: string): Labels {
+  const raw = JSON.parse(text) as Record<string, unknown>;
+  const missing: string[] = labelKeys.filter((k) => typeof raw[k] !== 'string');
+  const states = raw.states as Record<string, unknown> | undefined;
+  if (!states || !(['completed', 'expired', 'closed'] as const).every((s) => typeof states[s] === 'string')) missing.push('states');
+  if (missing.length > 0) throw new Error(`templates/public/${file} lacks the labels ${missing.join(', ')}`);
+  return raw as Labels;
+}
+
+interface Assets {
+  css: string;
+  /** CSP source for the one inline <style>: the page needs no 'unsafe-inline'. */
+  styleHash: string;
+  page: Handlebars.TemplateDelegate;
+  message: Handlebars.TemplateDelegate;
+  labels: Record<Locale, Labels>;
+}
+
+let assets: Assets | null = null;
+
+/** Templates, CSS and labels, read and compiled on first use and kept. */
+function load(): Assets {
+  if (assets) return assets;
+  const dir = path.join(templatesDir, 'public');
+  const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
+  // An instance of its own: nothing registered globally; `{{x}}` HTML-escapes, strict catches typos.
+  const hbs = Handlebars.create();
+  const compile = (f: string) => hbs.compile(read(f), { strict: true });
+  // The invoice page's look, with the few rules a payment page adds.
+  const css = `${read('style.css')}${read('checkout.css')}`;
+  assets = {
+    css,
+    styleHash: `'sha256-${createHash('sha256').update(css, 'utf8').digest('base64')}'`,
+    page: compile('checkout.hbs'),
+    message: compile('checkout-message.hbs'),
+    labels: { es: parseLabels('checkout.es.json', read('checkout.es.json')), en: parseLabels('checkout.en.json', read('checkout.en.json')) },
+  };
+  return assets;
+}
+
+/**
+ * The hosted invoice page's headers. Forms may target only this site, and the URLs a form's answer
+ * redirects to: browsers check a form's redirects against form-action too.
+ */
+function securityHeaders(reply: FastifyReply, formRedirects: string[] = []): void {
+  const origins = [...new Set(formRedirects.map((u) => new URL(u).origin))].join(' ');
+  reply.header(
+    'Content-Security-Policy',
+    `default-src 'none'; style-src ${load().styleHash}; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'${origins ? ` ${origins}` : ''}`,
+  );
+  reply.header('X-Frame-Options', 'DENY');
+  // The token in the URL is the secret that opens the payment: never hand it to another site.
+  reply.header('Referrer-Policy', 'no-referrer');
+  reply.header('X-Content-Type-Options', 'nosniff');
+  reply.header('Cache-Control', 'no-store');
+  reply.header('X-Robots-Tag', 'noindex, nofollow');
+}
+
+/** The locale for a page with no session behind it: the browser's, when it prefers English. */
+function browserLocale(request: FastifyRequest): Locale {
+  const header = request.headers['accept-language'];
+  const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim().toLowerCase() ?? '';
+  return first.startsWith('en') ? 'en' : 'es';
+}
+
+type MessageKind = 'notFound' | 'forbidden' | 'sessionExpired' | 'error';
+
+function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, kind: MessageKind, backHref: string | null = null): FastifyReply {
+  const a = load();
+  const L = a.labels[locale];
+  const html = a.message({ lang: locale, css: a.css, title: L[`${kind}Title`], message: L[`${kind}Body`], backHref, backLabel: L.backToPayment });
+  securityHeaders(reply);
+  return reply.code(status).type('text/html; charset=utf-8').send(html);
+}
+
+function redirect(reply: FastifyReply, to: string): FastifyReply {
+  securityHeaders(reply);
+  return reply.code(303).header('Location', to).send();
+}
+
+function formatDeadline(at: Date, locale: Locale, timeZone: string): string {
+  return new Intl.DateTimeFormat(locale === 'en' ? 'en-US' : 'es-CL', { dateStyle: 'long', timeStyle: 'short', timeZone }).format(at);
+}
+
+async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | null> {
+  const [merchant, invoice] = await Promise.all([getMerchant(ctx.sql, s.merchant_id), getInvoiceRow(ctx.sql, s.merchant_id, s.invoice_id)]);
+  if (!merchant || !invoice) return null;
+  const a = load();
+  const L = a.labels[s.locale];
+  const status = effectiveStatus(s, clock.now());
+  const state: ClosedState | 'open' =
+    status !== 'pending' ? status : (OPEN_STATUSES as readonly string[]).includes(invoice.status) ? 'open' : 'closed';
+  const base = checkoutUrl(ctx.config.publicBaseUrl, s.token);
+  const amount = formatMoney(s.amount, s.currency, s.locale);
+  const closed = state === 'open' ? null : state;
+  return a.page({
+    lang: s.locale,
+    css: a.css,
+    labels: L,
+    merchant: { name: merchant.name, email: merchant.email },
+    description: s.description,
+    invoiceNumber: invoice.invoice_number,
+    amount,
+    open: state === 'open',
+    state,
+    declined: s.payment_status === 'failed',
+    csrfToken: s.csrf_token,
+    payAction: `${base}/pay`,
+    declineAction: providerFor(s.provider).simulatesDecline ? `${base}/decline` : null,
+    cancelHref: `${base}/cancel`,
+    expiresAt: formatDeadline(s.expires_at, s.locale, merchant.timezone),
+    stateLabel: closed ? L.states[closed] : '',
+    stateTitle: closed ? L[`${closed}Title`] : '',
+    stateBody: closed ? L[`${closed}Body`] : '',
+    returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
+  });
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * A form submission from our own page, not from another site: browsers that send Sec-Fetch-Site
+ * must say same-origin; otherwise an Origin, when given, must be ours. Our pages' Referrer-Policy
+ * (no-referrer) makes browsers send `Origin: null` with their own forms, so null passes here and
+ * the session's CSRF token, which only our page knows, decides.
+ */
+function fromOurOrigin(request: FastifyRequest, publicBaseUrl: string): boolean {
+  const site = header(request, 'sec-fetch-site');
+  if (site !== undefined) return site === 'same-origin';
+  const origin = header(request, 'origin');
+  return origin === undefined || origin === 'null' || origin === new URL(publicBaseUrl).origin;
+}
+
+function csrfMatches(body: unknown, expected: string): boolean {
+  const given = body && typeof body === 'object' ? (body as Record<string, unknown>).csrf_token : undefined;
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * The hosted checkout page `GET /checkout/:token`, its Pay and (sandbox) decline forms and its
+ * cancel link: HTML for people, never the API's JSON envelope, even for a 404 or a failure.
+ */
+export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): void {
+  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss };
+
+  async function submit(request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply, action: CustomerAction) {
+    const { token } = request.params;
+    const locale = browserLocale(request);
+    const s = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+    if (!s || (action === 'decline' && !providerFor(s.provider).simulatesDecline)) return sendMessagePage(reply, 404, locale, 'notFound');
+    const page = checkoutUrl(ctx.config.publicBaseUrl, token);
+    if (!fromOurOrigin(request, ctx.config.publicBaseUrl) || !csrfMatches(request.body, s.csrf_token)) {
+      return sendMessagePage(reply, 403, s.locale, 'forbidden', page);
+    }
+    const outcome = await submitPayment(ctx.sql, token, action, deps);
+    if (outcome.kind === 'paid') return redirect(reply, outcome.session.success_url);
+    if (outcome.kind === 'declined') return redirect(reply, outcome.session.cancel_url);
+    // Paid already (a double click, another tab): the customer lands where the first click did.
+    const current = await sessionByToken(ctx.sql, token);
+    return redirect(reply, action === 'pay' && current?.status === 'completed' ? current.success_url : page);
+  }
+
+  app.register(
+    async (pages) => {
+      pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_req, body, done) => {
+        done(null, Object.fromEntries(new URLSearchParams(String(body))));
+      });
+      pages.setErrorHandler((err, request, reply) => {
+        const appErr = toAppError(err);
+        if (appErr.status >= 500) request.log.error({ err }, 'checkout page failed');
+        const token = (request.params as { token?: string } | undefined)?.token;
+        const back = token && TOKEN.test(token) ? checkoutUrl(ctx.config.publicBaseUrl, token) : null;
+        const kind: MessageKind = appErr.status === 404 ? 'notFound' : appErr.status === 410 ? 'sessionExpired' : 'error';
+        return sendMessagePage(reply, appErr.status, browserLocale(request), kind, kind === 'notFound' ? null : back);
+      });
+      pages.setNotFoundHandler((request, reply) => sendMessagePage(reply, 404, browserLocale(request), 'notFound'));
+
+      pages.get<{ Params: { token: string } }>('/:token', async (request, reply) => {
+        const { token } = request.params;
+        const s = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        const html = s ? await renderPage(ctx, s) : null;
+        if (!s || !html) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        securityHeaders(reply, [s.success_url, s.cancel_url]);
+        return reply.code(200).type('text/html; charset=utf-8').send(html);
+      });
+
+      pages.post<{ Params: { token: string } }>('/:token/pay', (request, reply) => submit(request, reply, 'pay'));
+      pages.post<{ Params: { token: string } }>('/:token/decline', (request, reply) => submit(request, reply, 'decline'));
+
+      // A link, so a plain GET: it changes nothing, only sends the customer back to the store.
+      pages.get<{ Params: { token: string } }>('/:token/cancel', async (request, reply) => {
+        const { token } = request.params;
+        const s = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        if (!s) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        return redirect(reply, s.cancel_url);
+      });
+    },
+    { prefix: '/checkout' },
+  );
+}

@@ -1,0 +1,189 @@
+import type PgBoss from 'pg-boss';
+import type { Config } from '../config.js';
+import type { Queryable, Sql } from '../db/client.js';
+import { clock } from '../clock.js';
+import { newId } from '../ids.js';
+import { enqueue, queues } from '../jobs/boss.js';
+import { queueEmail } from '../email/outbox.js';
+import { getMerchant } from '../merchants/queries.js';
+import { signatureHeader } from './signature.js';
+import { postWebhook, type PostResult } from './http-post.js';
+import type { SecretBox } from './secrets.js';
+import * as q from './queries.js';
+
+export interface DeliveryDeps {
+  config: Config;
+  boss: PgBoss;
+  secrets: SecretBox;
+}
+
+// Decisions §10: waits after the first attempt; max_attempts is one more than its length.
+export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
+const JITTER = 0.1;
+// Longer than the request timeout, shorter than the job's lease: a live attempt is never raced.
+const HOLD_SECONDS = 25;
+
+export const USER_AGENT = 'Invoicing-Webhooks/1.0 (+https://github.com/invoicing)';
+
+export function retrySchedule(config: Config): number[] {
+  return config.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_RETRY_SCHEDULE;
+}
+
+export function maxAttempts(config: Config): number {
+  return retrySchedule(config).length + 1;
+}
+
+/** Seconds before the attempt after `attempt`: the schedule ±10 %, never sooner than Retry-After. */
+export function retryDelaySeconds(schedule: number[], attempt: number, retryAfter: number | null, random = Math.random): number {
+  const base = schedule[Math.min(attempt - 1, schedule.length - 1)] ?? 0;
+  const jittered = base * (1 - JITTER + 2 * JITTER * random());
+  return Math.max(jittered, retryAfter ?? 0);
+}
+
+/** The job of one attempt: due `afterSeconds` from now, once per (delivery, attempt). */
+export async function enqueueAttempt(db: Queryable, boss: PgBoss, deliveryId: string, attempt: number, afterSeconds: number): Promise<void> {
+  await enqueue(
+    boss,
+    db,
+    queues.webhookDeliver.name,
+    { delivery_id: deliveryId, attempt },
+    { singletonKey: `${deliveryId}:${attempt}`, ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}) },
+  );
+}
+
+type Verdict = 'success' | 'gone' | 'failure';
+
+function judge(result: PostResult): Verdict {
+  if (result.status !== null && result.status >= 200 && result.status < 300) return 'success';
+  if (result.status === 410) return 'gone';
+  return 'failure';
+}
+
+function describeFailure(result: PostResult): string | null {
+  if (result.error) return result.error;
+  if (result.status !== null && result.status >= 300 && result.status < 400) return `HTTP ${result.status}: redirects are not followed`;
+  if (result.status !== null && (result.status < 200 || result.status >= 300)) return `HTTP ${result.status}`;
+  return null;
+}
+
+/**
+ * Makes attempt number `attempt` of a delivery and records it, with everything it implies, in
+ * one transaction: the delivery's new state, the endpoint's failure streak, disabling it (its
+ * waiting deliveries stop, the merchant is e-mailed) and the job of the next attempt.
+ * A stale or duplicate job, or one whose delivery another live worker holds, does nothing.
+ */
+export async function attemptDelivery(db: Queryable, transact: Transact, deps: DeliveryDeps, deliveryId: string, attempt: number): Promise<q.DeliveryRow | null> {
+  const now = clock.now();
+  const claimed = await q.claimDelivery(db, deliveryId, attempt, now, new Date(now.getTime() + HOLD_SECONDS * 1000));
+  if (!claimed) return null;
+  if (!claimed.endpoint_enabled && !claimed.is_test) {
+    await q.failWithoutAttempt(db, deliveryId, 'endpoint disabled', now);
+    return q.getDelivery(db, deliveryId);
+  }
+
+  const secret = deps.secrets.open(claimed.secret_encrypted);
+  const timestamp = Math.floor(clock.now().getTime() / 1000);
+  const headers = {
+    'Content-Type': 'application/json',
+    'User-Agent': USER_AGENT,
+    'X-Webhook-Id': claimed.event_id,
+    'X-Webhook-Event': claimed.event_type,
+    'X-Webhook-Signature': signatureHeader(secret, timestamp, claimed.payload),
+  };
+  const startedAt = clock.now();
+  const result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt);
+  return recordOutcome(transact, deps, claimed, attempt, startedAt, headers, result);
+}
+
+/** Runs the recording in a transaction: the job's own, or the request's for a test delivery. */
+export type Transact = <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T>;
+
+export function transactOn(sql: Sql): Transact {
+  return (fn) => sql.begin(fn) as never;
+}
+
+async function recordOutcome(
+  transact: Transact,
+  deps: DeliveryDeps,
+  d: q.ClaimedDelivery,
+  attempt: number,
+  startedAt: Date,
+  headers: Record<string, string>,
+  result: PostResult,
+): Promise<q.DeliveryRow | null> {
+  const write = async (tx: Queryable): Promise<q.DeliveryRow | null> => {
+    const now = clock.now();
+    const verdict = judge(result);
+    // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
+    const counts = !d.is_test && !d.endpoint_sandbox;
+    let disabled: q.EndpointRow | null = null;
+    if (counts && verdict === 'success') await q.recordEndpointSuccess(tx, d.endpoint_id, now);
+    if (counts && verdict === 'gone') disabled = await q.disableEndpoint(tx, d.endpoint_id, 'gone', now);
+    if (counts && verdict === 'failure') {
+      const ep = await q.recordEndpointFailure(tx, d.endpoint_id, now);
+      const oldEnough = ep?.failing_since && now.getTime() - ep.failing_since.getTime() >= deps.config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000;
+      if (ep && ep.enabled && ep.consecutive_failures >= deps.config.WEBHOOK_DISABLE_AFTER_FAILURES && oldEnough) {
+        disabled = await q.disableEndpoint(tx, d.endpoint_id, 'consecutive_failures', now);
+      }
+    }
+
+    const endpointStopped = verdict === 'gone' && counts;
+    const retry = verdict !== 'success' && !endpointStopped && !disabled && attempt < d.max_attempts;
+    const delay = retry ? retryDelaySeconds(retrySchedule(deps.config), attempt, result.retryAfterSeconds) : 0;
+    const row = await q.recordAttempt(
+      tx,
+      d.id,
+      attempt,
+      {
+        status: verdict === 'success' ? 'success' : retry ? 'retrying' : 'failed',
+        next_retry_at: retry ? new Date(now.getTime() + delay * 1000) : null,
+        last_response_status: result.status,
+        last_error: verdict === 'success' ? null : (describeFailure(result) ?? (verdict === 'gone' ? 'HTTP 410: endpoint gone' : null)),
+        completed_at: retry ? null : now,
+      },
+      now,
+    );
+    // Another run recorded this attempt first: write nothing.
+    if (!row) throw new AlreadyRecorded();
+    await q.insertAttempt(tx, {
+      id: newId(),
+      delivery_id: d.id,
+      attempt_number: attempt,
+      started_at: startedAt,
+      duration_ms: result.durationMs,
+      request_url: d.url,
+      request_headers: headers,
+      response_status: result.status,
+      response_body: result.body,
+      error: describeFailure(result),
+    });
+    if (retry) await enqueueAttempt(tx, deps.boss, d.id, attempt + 1, delay);
+    if (disabled) await announceDisabled(tx, deps, disabled, now);
+    return row;
+  };
+  try {
+    return await transact(write);
+  } catch (err) {
+    if (err instanceof AlreadyRecorded) return null;
+    throw err;
+  }
+}
+
+class AlreadyRecorded extends Error {}
+
+/** Waiting retries stop and the merchant learns why their endpoint went quiet. */
+async function announceDisabled(tx: Queryable, deps: DeliveryDeps, ep: q.EndpointRow, now: Date): Promise<void> {
+  const reason = ep.disabled_reason === 'gone' ? 'the endpoint answered 410 Gone' : `${ep.consecutive_failures} consecutive failed attempts`;
+  await q.stopPendingDeliveries(tx, ep.id, `endpoint disabled: ${reason}`, now);
+  const merchant = await getMerchant(tx, ep.merchant_id);
+  if (!merchant) return;
+  await queueEmail(tx, deps.boss, {
+    merchant_id: ep.merchant_id,
+    invoice_id: null,
+    kind: 'endpoint_disabled',
+    dedupe_key: `endpoint_disabled:${ep.id}:${now.toISOString()}`,
+    to_address: merchant.email,
+    locale: merchant.default_locale,
+    data: { endpoint_id: ep.id, url: ep.url, reason: ep.disabled_reason, failures: ep.consecutive_failures },
+  });
+}

@@ -1,0 +1,307 @@
+import type { Queryable } from '../db/client.js';
+
+export interface EndpointRow {
+  id: string;
+  merchant_id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  enabled: boolean;
+  is_sandbox: boolean;
+  secret_encrypted: Uint8Array;
+  secret_prefix: string;
+  consecutive_failures: number;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: 'consecutive_failures' | 'gone' | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type DeliveryStatus = 'pending' | 'success' | 'failed' | 'retrying';
+
+export interface DeliveryRow {
+  id: string;
+  merchant_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  max_attempts: number;
+  next_retry_at: Date | null;
+  leased_until: Date | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  completed_at: Date | null;
+  is_test: boolean;
+  replay_of: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  started_at: Date;
+  duration_ms: number;
+  request_url: string;
+  request_headers: Record<string, string>;
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+}
+
+// ─── Endpoints ───────────────────────────────────────────────────────────────
+
+export interface NewEndpoint {
+  id: string;
+  merchant_id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  is_sandbox: boolean;
+  secret_encrypted: Buffer;
+  secret_prefix: string;
+  now: Date;
+}
+
+export async function insertEndpoint(db: Queryable, e: NewEndpoint): Promise<EndpointRow> {
+  const [row] = await db<EndpointRow[]>`
+    INSERT INTO webhook_endpoints (id, merchant_id, url, description, events, is_sandbox, secret_encrypted, secret_prefix, created_at, updated_at)
+    VALUES (${e.id}, ${e.merchant_id}, ${e.url}, ${e.description}, ${e.events}::text[], ${e.is_sandbox},
+            ${e.secret_encrypted}, ${e.secret_prefix}, ${e.now}, ${e.now})
+    RETURNING *`;
+  return row!;
+}
+
+export async function listEndpoints(db: Queryable, merchantId: string): Promise<EndpointRow[]> {
+  return db<EndpointRow[]>`
+    SELECT * FROM webhook_endpoints WHERE merchant_id = ${merchantId} ORDER BY created_at, id`;
+}
+
+export async function getEndpoint(db: Queryable, merchantId: string, id: string): Promise<EndpointRow | null> {
+  const rows = await db<EndpointRow[]>`SELECT * FROM webhook_endpoints WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  return rows[0] ?? null;
+}
+
+/** Any merchant's endpoint: support staff and jobs look across merchants. */
+export async function findEndpoint(db: Queryable, id: string): Promise<EndpointRow | null> {
+  const rows = await db<EndpointRow[]>`SELECT * FROM webhook_endpoints WHERE id = ${id}`;
+  return rows[0] ?? null;
+}
+
+export interface EndpointChanges {
+  url?: string;
+  description?: string | null;
+  events?: string[];
+  enabled?: boolean;
+  is_sandbox?: boolean;
+}
+
+/**
+ * Enabling clears the failure streak and the disabled marks; disabling by hand stamps
+ * `disabled_at` with no automatic reason. A value equal to the current one changes nothing.
+ */
+export async function updateEndpoint(db: Queryable, merchantId: string | null, id: string, ch: EndpointChanges, now: Date): Promise<EndpointRow | null> {
+  const enable = ch.enabled === true;
+  const disable = ch.enabled === false;
+  const rows = await db<EndpointRow[]>`
+    UPDATE webhook_endpoints SET
+      url = COALESCE(${ch.url ?? null}::text, url),
+      description = CASE WHEN ${ch.description !== undefined} THEN ${ch.description ?? null}::text ELSE description END,
+      events = COALESCE(${ch.events ?? null}::text[], events),
+      is_sandbox = COALESCE(${ch.is_sandbox ?? null}::boolean, is_sandbox),
+      enabled = CASE WHEN ${enable} THEN true WHEN ${disable} THEN false ELSE enabled END,
+      consecutive_failures = CASE WHEN ${enable} THEN 0 ELSE consecutive_failures END,
+      failing_since = CASE WHEN ${enable} THEN NULL ELSE failing_since END,
+      disabled_at = CASE WHEN ${enable} THEN NULL WHEN ${disable} AND enabled THEN ${now}::timestamptz ELSE disabled_at END,
+      disabled_reason = CASE WHEN ${enable} THEN NULL ELSE disabled_reason END,
+      updated_at = ${now}
+     WHERE id = ${id} AND (${merchantId}::uuid IS NULL OR merchant_id = ${merchantId}::uuid)
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export async function replaceSecret(db: Queryable, merchantId: string, id: string, sealed: Buffer, prefix: string, now: Date): Promise<EndpointRow | null> {
+  const rows = await db<EndpointRow[]>`
+    UPDATE webhook_endpoints SET secret_encrypted = ${sealed}, secret_prefix = ${prefix}, updated_at = ${now}
+     WHERE merchant_id = ${merchantId} AND id = ${id}
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export async function deleteEndpoint(db: Queryable, merchantId: string, id: string): Promise<boolean> {
+  const res = await db`DELETE FROM webhook_endpoints WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  return res.count > 0;
+}
+
+/** A success ends the failure streak. */
+export async function recordEndpointSuccess(db: Queryable, id: string, now: Date): Promise<void> {
+  await db`
+    UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, updated_at = ${now}
+     WHERE id = ${id} AND (consecutive_failures <> 0 OR failing_since IS NOT NULL)`;
+}
+
+export async function recordEndpointFailure(db: Queryable, id: string, now: Date): Promise<EndpointRow | null> {
+  const rows = await db<EndpointRow[]>`
+    UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,
+           failing_since = COALESCE(failing_since, ${now}), updated_at = ${now}
+     WHERE id = ${id}
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+/** Null when it was already disabled: only the run that disables it tells the merchant. */
+export async function disableEndpoint(db: Queryable, id: string, reason: 'consecutive_failures' | 'gone', now: Date): Promise<EndpointRow | null> {
+  const rows = await db<EndpointRow[]>`
+    UPDATE webhook_endpoints SET enabled = false, disabled_at = ${now}, disabled_reason = ${reason}, updated_at = ${now}
+     WHERE id = ${id} AND enabled
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+// ─── Events and fan-out ──────────────────────────────────────────────────────
+
+export interface EventRow {
+  id: string;
+  merchant_id: string;
+  type: string;
+  /** The stored JSON text, in the order it was written. */
+  payload: string;
+  created_at: Date;
+}
+
+export async function getEventText(db: Queryable, id: string): Promise<EventRow | null> {
+  const rows = await db<EventRow[]>`
+    SELECT id, merchant_id, type, payload::text AS payload, created_at FROM events WHERE id = ${id}`;
+  return rows[0] ?? null;
+}
+
+/** The enabled endpoints of the merchant that take this event type. */
+export async function subscribedEndpoints(db: Queryable, merchantId: string, type: string): Promise<EndpointRow[]> {
+  return db<EndpointRow[]>`
+    SELECT * FROM webhook_endpoints
+     WHERE merchant_id = ${merchantId} AND enabled AND (cardinality(events) = 0 OR ${type} = ANY (events))
+     ORDER BY created_at, id`;
+}
+
+export interface NewDelivery {
+  id: string;
+  merchant_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  max_attempts: number;
+  is_test: boolean;
+  replay_of: string | null;
+  now: Date;
+}
+
+/** Inserts the deliveries that do not exist yet (a fan-out run twice), returning the new ones. */
+export async function insertDeliveries(db: Queryable, ds: NewDelivery[]): Promise<DeliveryRow[]> {
+  if (ds.length === 0) return [];
+  // Booleans, numbers and dates travel as text[] and are cast in SQL: postgres.js serialises an
+  // array by the element type the server asks for, and turns the string 'true' into false.
+  return db<DeliveryRow[]>`
+    INSERT INTO webhook_deliveries (id, merchant_id, endpoint_id, event_id, event_type, payload, max_attempts, is_test, replay_of, created_at, updated_at)
+    SELECT * FROM unnest(
+      ${ds.map((d) => d.id)}::uuid[], ${ds.map((d) => d.merchant_id)}::uuid[], ${ds.map((d) => d.endpoint_id)}::uuid[],
+      ${ds.map((d) => d.event_id)}::uuid[], ${ds.map((d) => d.event_type)}::text[], ${ds.map((d) => d.payload)}::text[],
+      ${ds.map((d) => String(d.max_attempts))}::text[]::int[], ${ds.map((d) => String(d.is_test))}::text[]::boolean[], ${ds.map((d) => d.replay_of)}::uuid[],
+      ${ds.map((d) => d.now.toISOString())}::text[]::timestamptz[], ${ds.map((d) => d.now.toISOString())}::text[]::timestamptz[])
+    ON CONFLICT (event_id, endpoint_id) WHERE replay_of IS NULL DO NOTHING
+    RETURNING *`;
+}
+
+// ─── Deliveries and attempts ─────────────────────────────────────────────────
+
+export interface ClaimedDelivery extends DeliveryRow {
+  url: string;
+  secret_encrypted: Uint8Array;
+  endpoint_enabled: boolean;
+  endpoint_sandbox: boolean;
+}
+
+/**
+ * Takes the delivery for its next attempt: only when that attempt is still due (a stale or
+ * duplicate job finds nothing) and no live worker holds it. A dead worker's hold runs out.
+ */
+export async function claimDelivery(db: Queryable, id: string, attempt: number, now: Date, leaseUntil: Date): Promise<ClaimedDelivery | null> {
+  const rows = await db<ClaimedDelivery[]>`
+    UPDATE webhook_deliveries d SET leased_until = ${leaseUntil}
+      FROM webhook_endpoints e
+     WHERE d.id = ${id} AND e.id = d.endpoint_id
+       AND d.status IN ('pending', 'retrying') AND d.attempts = ${attempt - 1}
+       AND (d.leased_until IS NULL OR d.leased_until < ${now})
+    RETURNING d.*, e.url, e.secret_encrypted, e.enabled AS endpoint_enabled, e.is_sandbox AS endpoint_sandbox`;
+  return rows[0] ?? null;
+}
+
+export interface NewAttempt {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  started_at: Date;
+  duration_ms: number;
+  request_url: string;
+  request_headers: Record<string, string>;
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+}
+
+export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<void> {
+  await db`
+    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, request_url, request_headers, response_status, response_body, error)
+    VALUES (${a.id}, ${a.delivery_id}, ${a.attempt_number}, ${a.started_at}, ${a.duration_ms}, ${a.request_url},
+            ${db.json(a.request_headers)}, ${a.response_status}, ${a.response_body}, ${a.error})`;
+}
+
+export interface AttemptOutcome {
+  status: DeliveryStatus;
+  next_retry_at: Date | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  completed_at: Date | null;
+}
+
+/** Null when this attempt was already recorded (a run that lost its hold and came back late). */
+export async function recordAttempt(db: Queryable, id: string, attempt: number, o: AttemptOutcome, now: Date): Promise<DeliveryRow | null> {
+  const rows = await db<DeliveryRow[]>`
+    UPDATE webhook_deliveries SET attempts = ${attempt}, status = ${o.status}, next_retry_at = ${o.next_retry_at},
+           last_response_status = ${o.last_response_status}, last_error = ${o.last_error}, completed_at = ${o.completed_at},
+           leased_until = NULL, updated_at = ${now}
+     WHERE id = ${id} AND attempts = ${attempt - 1} AND status IN ('pending', 'retrying')
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+/** A disabled endpoint's waiting deliveries stop; their queued jobs then find nothing to do. */
+export async function stopPendingDeliveries(db: Queryable, endpointId: string, reason: string, now: Date): Promise<number> {
+  const res = await db`
+    UPDATE webhook_deliveries SET status = 'failed', next_retry_at = NULL, leased_until = NULL, completed_at = ${now},
+           last_error = ${reason}, updated_at = ${now}
+     WHERE endpoint_id = ${endpointId} AND status IN ('pending', 'retrying')`;
+  return res.count;
+}
+
+/** A delivery whose endpoint was disabled before its attempt ran ends without an attempt. */
+export async function failWithoutAttempt(db: Queryable, id: string, reason: string, now: Date): Promise<void> {
+  await db`
+    UPDATE webhook_deliveries SET status = 'failed', next_retry_at = NULL, leased_until = NULL, completed_at = ${now},
+           last_error = ${reason}, updated_at = ${now}
+     WHERE id = ${id} AND status IN ('pending', 'retrying')`;
+}
+
+export async function getDelivery(db: Queryable, id: string): Promise<DeliveryRow | null> {
+  const rows = await db<DeliveryRow[]>`SELECT * FROM webhook_deliveries WHERE id = ${id}`;
+  return rows[0] ?? null;
+}
+
+export async function listAttempts(db: Queryable, deliveryId: string): Promise<AttemptRow[]> {
+  return db<AttemptRow[]>`SELECT * FROM webhook_attempts WHERE delivery_id = ${deliveryId} ORDER BY attempt_number`;
+}
