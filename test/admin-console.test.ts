@@ -10,22 +10,13 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Page } from 'playwright-core';
 import { testApp } from './helpers/app.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
+import { until } from './helpers/until.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'adm_console_0123456789abcdefghijklmnopqrstuvwxyz';
 const EVIL_NAME = '<img src=x onerror=window.__pwned=1>';
 const EVIL_BODY = '<img src=x onerror=window.__pwned=2><script>window.__pwned=3</script>';
 const EVIL_ERROR = '<img src=x onerror=window.__pwned=4>';
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function text(page: Page, selector: string): Promise<string> {
   return (await page.locator(selector).textContent()) ?? '';

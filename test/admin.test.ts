@@ -12,19 +12,10 @@ import { createCaller } from '../src/admin/router.js';
 import { registerAdmin } from '../src/admin/routes.js';
 import { createSql, type Sql } from '../src/db/client.js';
 import { newId } from '../src/ids.js';
+import { until } from './helpers/until.js';
 
 const TOKEN = 'adm_test_0123456789abcdefghijklmnopqrstuvwxyz';
 const ADMIN_ENV = { ADMIN_TOKEN: TOKEN };
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface TrpcAnswer {
   status: number;

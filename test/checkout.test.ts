@@ -20,6 +20,7 @@ import { invoiceUrls } from '../src/http/urls.js';
 import * as merchants from '../src/merchants/service.js';
 import { formatAmount } from '../src/money.js';
 import { setRate } from '../src/rates/service.js';
+import { until } from './helpers/until.js';
 
 const SUCCESS = 'https://shop.example/orders/1/paid';
 const CANCEL = 'https://shop.example/orders/1';
@@ -37,16 +38,6 @@ function checkoutBody(extra: Record<string, unknown> = {}): Record<string, any> 
     cancel_url: CANCEL,
     ...extra,
   };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** A merchant with this provider (none: null) and a key for it. */

@@ -34,7 +34,7 @@ t.test('delivery failures: each attempt counted with its error, the last one mar
   const h = await testApp(t, { SMTP_URL: smtp.url });
   const mailer = createMailer(h.ctx.config);
   t.teardown(() => mailer.close());
-  const deps = { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, mailer };
+  const deps = { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, mailer, secrets: h.ctx.secrets };
   const { key } = await h.key(['*']);
   const emailFor = async (invoiceId: string) => {
     const [row] = await h.sql<{ id: string; status: string; attempts: number; last_error: string | null }[]>`

@@ -9,6 +9,7 @@ import { buildApp } from '../src/app.js';
 import { ApiKeyStore } from '../src/http/auth.js';
 import { createBoss } from '../src/jobs/boss.js';
 import type { AppContext } from '../src/context.js';
+import { loadSecretBox } from '../src/webhooks/secrets.js';
 
 const ONE_MIB = 1024 * 1024;
 const SOME_UUID = '0191e4b2-7c1a-7000-8000-0000000000aa';
@@ -27,7 +28,7 @@ interface Res {
  */
 async function appWithoutDatabase(t: { teardown(fn: () => unknown): void }, sql: Sql, url: string): Promise<{ app: FastifyInstance }> {
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: url });
-  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss: createBoss(sql, { worker: false }) };
+  const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss: createBoss(sql, { worker: false }), secrets: loadSecretBox(config) };
   const app = await buildApp(ctx, { logger: false });
   t.teardown(() => app.close());
   return { app };

@@ -9,20 +9,10 @@ import type { Worker } from '../jobs/worker.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { sendInvoice } from '../src/invoices/service.js';
 import { invoiceDeps } from '../src/invoices/routes.js';
+import { until } from './helpers/until.js';
 
 type State = 'draft' | 'sent' | 'viewed' | 'overdue' | 'paid' | 'cancelled';
 type Op = 'send' | 'mark-paid' | 'remind' | 'cancel';
-
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface Ctx {
   h: TestApp;

@@ -3,63 +3,34 @@
 // of mixed load from several merchants; afterwards a query reconciles every count: invoice
 // numbers gapless and unique per merchant, each request counted once by the rate limit, each
 // e-mail sent once, each webhook delivered once per (event, endpoint), no job left behind.
-import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
-import { testApp, TEST_ENV } from './helpers/app.js';
+import { testApp } from './helpers/app.js';
+import { spawnApp, startWorkerProcess, whenReady } from './helpers/processes.js';
 import { invoiceBody } from './helpers/fixtures.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { startSmtpSink } from './helpers/smtp.js';
 import { freePort } from '../src/db/embedded.js';
 import { API_PREFIX } from '../src/http/urls.js';
+import { until } from './helpers/until.js';
 
 const LOAD_MS = 30_000;
 const LOOPS_PER_MERCHANT = 2;
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 t.test('2 web + 2 worker processes under 30 s of mixed load lose nothing and do nothing twice', async (t) => {
   const smtp = await startSmtpSink(t);
   const receiver = await startHttpsReceiver(t);
   const h = await testApp(t);
-  const env = { ...process.env, ...TEST_ENV, DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url, WEBHOOK_RETRY_SCHEDULE: '1,1,1' };
+  const env = { DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url, WEBHOOK_RETRY_SCHEDULE: '1,1,1' };
 
-  const children: ChildProcess[] = [];
-  t.teardown(async () => {
-    await Promise.all(
-      children.map(async (c) => {
-        if (c.exitCode !== null || c.signalCode !== null) return;
-        const gone = new Promise((r) => c.once('exit', r));
-        c.kill('SIGKILL');
-        await gone;
-      }),
-    );
-  });
-  const start = async (entry: string, extra: Record<string, string>, ready: string): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let out = '';
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes(ready)) resolve();
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.once('exit', (code, signal) => reject(new Error(`${entry} exited (${code ?? signal}) before it was ready: ${out}`)));
-    });
-    return child;
-  };
   const ports = [await freePort(), await freePort()];
-  const webs = await Promise.all(ports.map((p) => start('src/server.ts', { PORT: String(p), HOST: '127.0.0.1', LOG_LEVEL: 'info' }, 'Server listening')));
-  const workers = await Promise.all([0, 1].map(() => start('jobs/worker.ts', {}, 'invoicing worker ready')));
+  const webs = await Promise.all(
+    ports.map(async (port) => {
+      const web = spawnApp(t, 'src/server.ts', { ...env, PORT: String(port), HOST: '127.0.0.1' });
+      await whenReady(web, `web on ${port}`, () => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false));
+      return web;
+    }),
+  );
+  const workers = await Promise.all([0, 1].map(() => startWorkerProcess(t, env)));
 
   // Limits high enough that the load is never refused: what is checked is the counting.
   const merchants = await Promise.all([0, 1, 2].map(() => h.key(['*'], { rate_limit: 1_000_000 })));
@@ -168,8 +139,7 @@ t.test('2 web + 2 worker processes under 30 s of mixed load lose nothing and do 
   t.same(stuck, [], 'no job stuck, retrying or failed');
 
   for (const c of [...webs, ...workers]) {
-    const exited = new Promise<number | null>((r) => c.once('exit', (code) => r(code)));
-    c.kill('SIGTERM');
-    t.equal(await exited, 0, 'a process told to stop exits cleanly');
+    c.process.kill('SIGTERM');
+    t.equal((await c.exited).code, 0, 'a process told to stop exits cleanly');
   }
 });

@@ -14,16 +14,7 @@ import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { scheduleReminders } from '../jobs/reminders-schedule.js';
 import { deliverEmail } from '../jobs/email-send.js';
 import type { WorkerDeps } from '../jobs/worker.js';
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { until } from './helpers/until.js';
 
 /** Business time jumps to `iso` and runs on from there. */
 function setNow(iso: string): void {
@@ -180,7 +171,7 @@ t.test('overdue sweep and automated reminders on the merchant calendar (America/
 function jobDeps(t: { teardown(fn: () => unknown): void }, h: TestApp): WorkerDeps {
   const mailer = createMailer(h.ctx.config);
   t.teardown(() => mailer.close());
-  return { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, mailer };
+  return { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, mailer, secrets: h.ctx.secrets };
 }
 
 async function emailOf(h: TestApp, invoiceId: string, kind: string) {

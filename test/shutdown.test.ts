@@ -1,63 +1,18 @@
 // README "Processes" and decisions §13: SIGTERM lets running jobs and requests finish, within
 // Heroku's 30 s, before the process exits. Real processes (the Procfile's worker and web entry
 // points) on a real port, a real SMTP server and real Postgres; the signal is a real SIGTERM.
-import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import t from 'tap';
-import { isEnvelope, testApp, TEST_ENV } from './helpers/app.js';
+import { isEnvelope, testApp } from './helpers/app.js';
 import { invoiceBody } from './helpers/fixtures.js';
 import { startSmtpSink } from './helpers/smtp.js';
 import { freePort } from '../src/db/embedded.js';
 import { API_PREFIX } from '../src/http/urls.js';
+import { until } from './helpers/until.js';
+import { spawnApp, whenReady } from './helpers/processes.js';
 
 // Heroku's SIGKILL follows SIGTERM after this long.
 const HEROKU_GRACE_MS = 30_000;
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-interface Child {
-  process: ChildProcess;
-  stderr(): string;
-  /** Resolves with the exit code (null when killed by a signal) and when it happened. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-}
-
-/** A process of the app, SIGKILLed when the test ends if it is still running. */
-function spawnApp(t: { teardown(fn: () => unknown): void }, script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, ...TEST_ENV, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
-  );
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  return { process: child, stderr: () => stderr, exited };
-}
-
-/** Fails with the child's output when it exits before `ready`. */
-async function whenReady(child: Child, what: string, ready: () => Promise<boolean> | boolean): Promise<void> {
-  const early = child.exited.then(({ code, signal }) => {
-    throw new Error(`${what} exited (${code ?? signal}) before it was ready: ${child.stderr()}`);
-  });
-  early.catch(() => {});
-  await Promise.race([until(`${what} to be ready`, ready, 30_000), early]);
-}
 
 t.test('worker: SIGTERM mid-delivery lets the e-mail job finish, then exits 0', async (t) => {
   // Each message is answered 4 s after its data: the signal lands while the worker waits for it.
@@ -65,7 +20,7 @@ t.test('worker: SIGTERM mid-delivery lets the e-mail job finish, then exits 0', 
   const h = await testApp(t, { SMTP_URL: smtp.url });
   const { key } = await h.key(['*']);
   const worker = spawnApp(t, 'jobs/worker.ts', { DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url });
-  await whenReady(worker, 'the worker', () => worker.stderr().includes('invoicing worker ready'));
+  await whenReady(worker, 'the worker', () => worker.output().includes('invoicing worker ready'));
 
   const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
   t.equal(res.status, 201);
@@ -79,7 +34,7 @@ t.test('worker: SIGTERM mid-delivery lets the e-mail job finish, then exits 0', 
   t.same({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, 'exit code 0');
   t.ok(exit.at - signalledAt < HEROKU_GRACE_MS, `exited ${exit.at - signalledAt} ms after SIGTERM`);
   t.ok(exit.at - signalledAt > 2_000, 'it waited for the job rather than leaving at once');
-  t.match(worker.stderr(), /SIGTERM: shutting down/);
+  t.match(worker.output(), /SIGTERM: shutting down/);
   const forInvoice = smtp.messages.filter((m) => m.headers.get('x-invoice-id') === invoiceId);
   t.equal(forInvoice.length, 1, 'the e-mail arrived, once');
   const [row] = await h.sql<{ status: string; attempts: number }[]>`SELECT status, attempts FROM emails WHERE invoice_id = ${invoiceId}`;

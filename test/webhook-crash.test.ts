@@ -2,20 +2,11 @@
 // lease is 30 s) and is the same attempt, not a failed one. A real worker process is killed
 // (SIGKILL) while the receiver holds its request; a new worker completes the delivery, and the
 // record shows one attempt, none lost and none invented.
-import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
-import { testApp, TEST_ENV } from './helpers/app.js';
+import { testApp } from './helpers/app.js';
+import { startWorkerProcess } from './helpers/processes.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from './helpers/until.js';
 
 t.test('a worker killed mid-delivery: the delivery completes after a restart with no attempt lost', async (t) => {
   const receiver = await startHttpsReceiver(t);
@@ -24,47 +15,19 @@ t.test('a worker killed mid-delivery: the delivery completes after a restart wit
   const h = await testApp(t);
   const { key } = await h.key(['*']);
 
-  const children = new Set<ChildProcess>();
-  t.teardown(async () => {
-    for (const c of children) {
-      if (c.exitCode === null && c.signalCode === null) {
-        const gone = new Promise((r) => c.once('exit', r));
-        c.kill('SIGKILL');
-        await gone;
-      }
-    }
-  });
-  const startWorkerProcess = async (): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], {
-      env: { ...process.env, ...TEST_ENV, DATABASE_URL: h.dbUrl },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.add(child);
-    let stderr = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stderr!.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-        if (stderr.includes('invoicing worker ready')) resolve();
-      });
-      child.once('exit', (code, signal) => reject(new Error(`worker exited (${code ?? signal}) before it was ready: ${stderr}`)));
-    });
-    return child;
-  };
-
-  const first = await startWorkerProcess();
+  const first = await startWorkerProcess(t, { DATABASE_URL: h.dbUrl });
   const ep = await h.api('POST', '/webhooks/endpoints', { key, body: { url: receiver.url(), events: ['client.created'] } });
   t.equal(ep.status, 201);
   const client = await h.api('POST', '/clients', { key, body: { name: 'Ana Rojas', email: 'ana@example.cl' } });
   t.equal(client.status, 201);
 
   await receiver.waitFor(1, 30_000);
-  const exited = new Promise((r) => first.once('exit', r));
-  first.kill('SIGKILL');
-  await exited;
+  first.process.kill('SIGKILL');
+  await first.exited;
   const [during] = await h.sql<{ id: string; status: string; attempts: number }[]>`SELECT id, status, attempts FROM webhook_deliveries WHERE endpoint_id = ${ep.body.id}`;
   t.match(during, { status: 'pending', attempts: 0 }, 'the interrupted attempt is not counted as failed');
 
-  await startWorkerProcess();
+  await startWorkerProcess(t, { DATABASE_URL: h.dbUrl });
   const done = await until(
     'the delivery to complete after the restart',
     async () => {

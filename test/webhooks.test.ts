@@ -10,18 +10,9 @@ import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { startSmtpSink } from './helpers/smtp.js';
 import { clock } from '../src/clock.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
+import { until } from './helpers/until.js';
 
 const stripe = new Stripe('sk_test_unused');
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function createEndpoint(h: TestApp, key: string, body: Record<string, unknown>) {
   const res = await h.api('POST', '/webhooks/endpoints', { key, body });

@@ -2,20 +2,11 @@
 // e-mail job again never sends its message twice. A real worker process is killed (SIGKILL) in the
 // middle of an SMTP delivery and started again: exactly one message arrives. This is the one slow
 // test of the suite (the e-mail job's lease is 60 s).
-import { spawn, type ChildProcess } from 'node:child_process';
 import t from 'tap';
-import { testApp, TEST_ENV } from './helpers/app.js';
+import { testApp } from './helpers/app.js';
+import { startWorkerProcess } from './helpers/processes.js';
 import { startSmtpSink, type ReceivedMail } from './helpers/smtp.js';
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from './helpers/until.js';
 
 t.test('a worker killed mid-delivery: the job comes back and the e-mail arrives once', async (t) => {
   // The sink answers each message 4 s after its data: time enough to kill the worker while it waits.
@@ -23,34 +14,8 @@ t.test('a worker killed mid-delivery: the job comes back and the e-mail arrives 
   const h = await testApp(t, { SMTP_URL: smtp.url });
   const { key } = await h.key(['*']);
 
-  const children = new Set<ChildProcess>();
-  t.teardown(async () => {
-    for (const c of children) {
-      if (c.exitCode === null && c.signalCode === null) {
-        const gone = new Promise((r) => c.once('exit', r));
-        c.kill('SIGKILL');
-        await gone;
-      }
-    }
-  });
-  const startWorkerProcess = async (): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/worker.ts'], {
-      env: { ...process.env, ...TEST_ENV, DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.add(child);
-    let stderr = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stderr!.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-        if (stderr.includes('invoicing worker ready')) resolve();
-      });
-      child.once('exit', (code, signal) => reject(new Error(`worker exited (${code ?? signal}) before it was ready: ${stderr}`)));
-    });
-    return child;
-  };
-
-  const first = await startWorkerProcess();
+  const workerEnv = { DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url };
+  const first = await startWorkerProcess(t, workerEnv);
   const res = await h.api('POST', '/invoices', {
     key,
     body: {
@@ -68,14 +33,13 @@ t.test('a worker killed mid-delivery: the job comes back and the e-mail arrives 
   const [during] = await h.sql<{ status: string; attempts: number }[]>`SELECT status, attempts FROM emails WHERE invoice_id = ${invoiceId}`;
   t.match(during, { status: 'queued', attempts: 1 }, 'the attempt is recorded before the message goes out');
   const killedAt = Date.now();
-  const exited = new Promise((r) => first.once('exit', r));
-  first.kill('SIGKILL');
-  await exited;
+  first.process.kill('SIGKILL');
+  await first.exited;
   // The interrupted transfer never got its 250: the server did not take the message.
   await new Promise((r) => setTimeout(r, 5_000));
   t.equal(smtp.messages.length, 0, 'nothing was accepted from the killed worker');
 
-  await startWorkerProcess();
+  await startWorkerProcess(t, workerEnv);
   const forInvoice = (): ReceivedMail[] => smtp.messages.filter((m) => m.headers.get('x-invoice-id') === invoiceId);
   await until('the e-mail to arrive after the restart', () => forInvoice().length >= 1, 150_000);
   const backAfter = (Date.now() - killedAt) / 1000;
