@@ -1,5 +1,8 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type ConnectionError, type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { registerApi } from './http/api.js';
@@ -17,6 +20,41 @@ const ONE_MIB = 1024 * 1024;
 
 export interface BuildOptions {
   logger?: boolean;
+  /** Where log lines go instead of stdout: tests read them to prove no secret is ever logged. */
+  logStream?: Writable;
+}
+
+/**
+ * A request Node's HTTP parser refused before Fastify saw it: headers over 16 KiB (431) or
+ * malformed framing (400). Fastify's default handler logs the bytes received (`rawPacket`, with
+ * X-API-Key and Authorization in it) and answers outside the envelope; this logs only the error
+ * code and answers with the envelope (decisions §13). There is no request yet, so no route, key or
+ * rate-limit window: the request id is a fresh one.
+ */
+function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  this.log.debug({ code: err.code }, 'malformed request refused');
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message =
+    status === 431 ? 'The request line and headers exceed 16 KiB.' : status === 408 ? 'The request took too long to arrive.' : 'Malformed HTTP request.';
+  const requestId = randomUUID();
+  const packet: unknown = err.rawPacket;
+  const body = JSON.stringify({
+    code: 'validation_error',
+    message,
+    retry: status === 408 ? 'safe' : 'never',
+    details: { errors: [{ path: status === 431 ? 'headers' : 'request', message }] },
+    request_id: requestId,
+    path: /^[A-Z]+ ([^?\s]*)/.exec(Buffer.isBuffer(packet) ? packet.toString('latin1', 0, 17 * 1024) : '')?.[1] ?? '',
+    timestamp: new Date().toISOString(),
+  });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
@@ -37,10 +75,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
               ],
               censor: '[redacted]',
             },
+            ...(opts.logStream ? { stream: opts.logStream } : {}),
           },
     bodyLimit: ONE_MIB,
     trustProxy: ctx.config.TRUST_PROXY,
     return503OnClosing: false,
+    clientErrorHandler: clientError,
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

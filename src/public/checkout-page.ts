@@ -113,7 +113,10 @@ function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, ki
 
 function redirect(reply: FastifyReply, to: string): FastifyReply {
   securityHeaders(reply);
-  return reply.code(303).header('Location', to).send();
+  // The shop's URL as the URL parser writes it: percent-encoded, no CR/LF. Node refuses a header
+  // value holding those or characters past Latin-1, which would turn a payment already recorded
+  // into a 500 page for the customer.
+  return reply.code(303).header('Location', new URL(to).href).send();
 }
 
 function formatDeadline(at: Date, locale: Locale, timeZone: string): string {
