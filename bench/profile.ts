@@ -11,7 +11,7 @@
  * PROFILE_SECTIONS, e.g. `2,3`, default all three).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,7 @@ import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { runHttp, runLoops, type Measurement } from './load.js';
+import { cpuBetween, cpuSnapshot, type CpuSnapshot } from './cpu.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -53,48 +54,11 @@ const HEAD = [
   '|---|---:|---:|---:|---:|---|---:|',
 ];
 
-function ticks(pid: number | string): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * CPU seconds so far: the whole machine, this process (load generator / driver), the web process,
- * and the postgres backends serving the bench database (their process title names it).
- */
-function cpuSnapshot(dbName: string, webPid?: number) {
-  const hz = 100;
-  const stat = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const idle = (stat[3] ?? 0) + (stat[4] ?? 0);
-  const total = stat.reduce((a, b) => a + b, 0);
-  let pg = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(`postgres: `) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${dbName} `)) pg += ticks(pid);
-    } catch {
-      /* gone */
-    }
-  }
-  const self = process.cpuUsage();
-  return { busy: (total - idle) / hz, self: (self.user + self.system) / 1e6, web: webPid ? ticks(webPid) / hz : 0, pg: pg / hz, at: performance.now() };
-}
-
-type Snap = ReturnType<typeof cpuSnapshot>;
-
 /** CPU µs per operation by process, and the share of the machine used by everything else. */
-function cpuCost(a: Snap, b: Snap, ops: number): string {
-  const secs = (b.at - a.at) / 1000;
+function cpuCost(a: CpuSnapshot, b: CpuSnapshot, ops: number): string {
+  const c = cpuBetween(a, b);
   const us = (x: number) => ((x / Math.max(1, ops)) * 1e6).toFixed(0);
-  const self = b.self - a.self;
-  const web = b.web - a.web;
-  const pg = b.pg - a.pg;
-  const others = Math.max(0, b.busy - a.busy - self - web - pg);
-  return `${us(self)} / ${us(web)} / ${us(pg)} / **${us(self + web + pg)}** | ${((others / secs) * 100).toFixed(0)}%`;
+  return `${us(c.self)} / ${us(c.web)} / ${us(c.pg)} / **${us(c.self + c.web + c.pg)}** | ${((c.others / c.seconds) * 100).toFixed(0)}%`;
 }
 
 interface ProfileNode {

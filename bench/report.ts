@@ -44,6 +44,8 @@ export interface Row {
   side: 'API' | 'ceiling';
   m: Measurement;
   rssKb?: number;
+  /** CPU used by everything but this run while it was measured, in CPUs (1 = one core kept busy). */
+  otherCpus?: number;
 }
 
 export interface Ratio {
@@ -65,12 +67,12 @@ const mib = (kb?: number) => (kb ? `${(kb / 1024).toFixed(0)} MiB` : '–');
 
 export function table(rows: Row[]): string {
   const lines = [
-    '| Scenario | Side | req/s | p50 ms | p99 ms | ok | failed / errors | web peak RSS |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| Scenario | Side | req/s | p50 ms | p99 ms | ok | failed / errors | web peak RSS | other work, CPUs |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.scenario} | ${r.side} | ${fmt(r.m.rps, 0)} | ${fmt(r.m.p50, 2)} | ${fmt(r.m.p99, 2)} | ${r.m.ok} | ${r.m.failed} / ${r.m.errors} | ${mib(r.rssKb)} |`,
+      `| ${r.scenario} | ${r.side} | ${fmt(r.m.rps, 0)} | ${fmt(r.m.p50, 2)} | ${fmt(r.m.p99, 2)} | ${r.m.ok} | ${r.m.failed} / ${r.m.errors} | ${mib(r.rssKb)} | ${r.otherCpus === undefined ? '–' : fmt(r.otherCpus, 2)} |`,
     );
   }
   return lines.join('\n');
@@ -80,7 +82,7 @@ export function ratioLines(ratios: Ratio[]): string {
   return ratios
     .map(
       (r) =>
-        `- **${r.name}**: ${fmt(r.api, 0)} / ${fmt(r.ceiling, 0)} = **${r.ratio.toFixed(2)}** → ${r.pass ? 'PASS' : 'FAIL'} (target ≥ ${TARGET_RATIO})`,
+        `- **${r.name}**: ${fmt(r.api, 0)} / ${fmt(r.ceiling, 0)} = **${r.ratio.toFixed(3)}** → ${r.pass ? 'PASS' : 'FAIL'} (target ≥ ${TARGET_RATIO})`,
     )
     .join('\n');
 }
@@ -126,11 +128,15 @@ ratio = API req/s ÷ ceiling req/s; the target is ≥ ${TARGET_RATIO}.
 - **GET**: \`GET /api/v1/external/invoices/{id}\` (3 items) vs. the single statement that reads the
   invoice row plus the json_agg of its items (\`getInvoice\` in src/invoices/queries.ts).
 - **POST**: \`POST /api/v1/external/invoices\` (3 items, a unique Idempotency-Key per request) vs.
-  one transaction inserting the invoice row and its 3 items (\`insertInvoice\`).
+  one transaction running \`insertInvoice\`: the invoice row and its 3 items in one statement, as
+  the API inserts them (BEGIN, that statement, COMMIT). Runs up to 2026-11-23T05:25Z inserted the
+  items with a second statement, so their POST ceiling had one round trip more.
 
 Latencies are per request in milliseconds, measured by the client (autocannon's response
-events / the loop's own clock). Figures from a machine that is busy with other work are noisy;
-compare ratios from the same run rather than absolute numbers across runs.
+events / the loop's own clock). "Other work" is the CPU that processes outside the run (not the
+bench process, the web process or the bench database's backends) used while a line was
+measured, from /proc: figures from a machine that is busy with other work are noisy; compare
+ratios from the same run rather than absolute numbers across runs.
 `;
 
 const RUN_MARK = '<!-- bench-run -->';

@@ -16,6 +16,7 @@ import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { runHttp, runLoops, type Measurement } from './load.js';
+import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, writeResults, type Row } from './report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -158,9 +159,12 @@ async function main(): Promise<number> {
     await warm();
     web.markRss();
     log(`${label}: measuring ${DURATION} s`);
+    const before = cpuSnapshot(db.name, web.pid);
     const m = await fn();
-    log(`${label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms, ${m.failed + m.errors} failed`);
-    return m;
+    const cpu = cpuBetween(before, cpuSnapshot(db.name, web.pid));
+    const otherCpus = cpu.others / cpu.seconds;
+    log(`${label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms, ${m.failed + m.errors} failed; other work ${otherCpus.toFixed(2)} CPUs`);
+    return { m, otherCpus };
   };
 
   // A. GET one invoice.
@@ -173,18 +177,18 @@ async function main(): Promise<number> {
       connections: CONNECTIONS,
       seconds,
     });
-  const getApi = await phase('GET API', () => getLoad(DURATION), () => getLoad(WARMUP));
-  rows.push({ scenario: 'GET /invoices/{id}', side: 'API', m: getApi, rssKb: web.peakKb() });
+  const { m: getApi, otherCpus: getApiOthers } = await phase('GET API', () => getLoad(DURATION), () => getLoad(WARMUP));
+  rows.push({ scenario: 'GET /invoices/{id}', side: 'API', m: getApi, rssKb: web.peakKb(), otherCpus: getApiOthers });
 
   const readOnce = async () => {
     if (!(await getInvoice(sql, seed.merchantId, invoiceId))) throw new Error('invoice not found');
   };
-  const getCeiling = await phase(
+  const { m: getCeiling, otherCpus: getCeilingOthers } = await phase(
     'GET ceiling',
     () => runLoops(readOnce, CONNECTIONS, DURATION),
     () => runLoops(readOnce, CONNECTIONS, WARMUP),
   );
-  rows.push({ scenario: 'GET /invoices/{id}', side: 'ceiling', m: getCeiling });
+  rows.push({ scenario: 'GET /invoices/{id}', side: 'ceiling', m: getCeiling, otherCpus: getCeilingOthers });
 
   // B. POST one invoice with 3 items, a fresh Idempotency-Key each time.
   let counter = 0;
@@ -200,8 +204,8 @@ async function main(): Promise<number> {
       connections: CONNECTIONS,
       seconds,
     });
-  const postApi = await phase('POST API', () => postLoad(DURATION), () => postLoad(WARMUP));
-  rows.push({ scenario: 'POST /invoices (3 items)', side: 'API', m: postApi, rssKb: web.peakKb() });
+  const { m: postApi, otherCpus: postApiOthers } = await phase('POST API', () => postLoad(DURATION), () => postLoad(WARMUP));
+  rows.push({ scenario: 'POST /invoices (3 items)', side: 'API', m: postApi, rssKb: web.peakKb(), otherCpus: postApiOthers });
 
   const createOnce = () =>
     sql.begin(async (tx) => {
@@ -241,12 +245,12 @@ async function main(): Promise<number> {
         })),
       );
     });
-  const postCeiling = await phase(
+  const { m: postCeiling, otherCpus: postCeilingOthers } = await phase(
     'POST ceiling',
     () => runLoops(createOnce, CONNECTIONS, DURATION),
     () => runLoops(createOnce, CONNECTIONS, WARMUP),
   );
-  rows.push({ scenario: 'POST /invoices (3 items)', side: 'ceiling', m: postCeiling });
+  rows.push({ scenario: 'POST /invoices (3 items)', side: 'ceiling', m: postCeiling, otherCpus: postCeilingOthers });
 
   const hwmKb = web.hwmKb();
   machine.loadAfter = loadAverage();

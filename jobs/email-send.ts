@@ -9,6 +9,7 @@ import { formatDate, formatMoney } from '../src/format.js';
 import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
+import { queues } from '../src/jobs/boss.js';
 import type { WorkerDeps } from './worker.js';
 
 // Old jobs outlive deploys: the payload is checked, never trusted.
@@ -107,6 +108,10 @@ async function staleReason(tx: Tx, email: EmailRow): Promise<string | null> {
   return null;
 }
 
+// Room left in the lease for the run to finish after its last try at recording a delivery.
+const LEASE_MARGIN_SECONDS = 10;
+const RECORD_RETRY_MS = 500;
+
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
@@ -118,6 +123,8 @@ const errorText = (err: unknown) => (err instanceof Error ? err.message : String
  * the row failed.
  */
 export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt: boolean): Promise<void> {
+  // The run began moments after pg-boss leased the job: until then no other run can take it.
+  const leaseEnds = Date.now() + (queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) * 1000;
   const { email_id } = payload.parse(data);
   // The attempt must be committed before delivery, so that a crash mid-send still shows it: the
   // claim is a transaction of its own, and the delivery below locks the row again.
@@ -142,20 +149,59 @@ export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt
   }
 
   // The row stays locked while SMTP talks: an overlapping run cannot send it again meanwhile.
-  const failure = await deps.sql.begin(async (tx) => {
-    // Another run may have claimed and sent it between the claim above and this lock.
-    const row = await lockEmail(tx, email_id);
-    if (!row || row.status !== 'queued') return null;
-    let providerId: string;
-    try {
-      providerId = await deps.mailer.deliver(message);
-    } catch (error) {
-      // Recorded, committed, then thrown: pg-boss retries, and the row says why.
-      await recordFailure(tx, row.id, errorText(error), finalAttempt);
-      return { error };
-    }
-    await markSent(tx, row.id, message.subject, providerId, clock.now());
-    return null;
-  });
+  const handedOver: { delivery?: Promise<{ providerId: string; at: Date }> } = {};
+  let failure: { error: unknown } | null;
+  try {
+    failure = await deps.sql.begin(async (tx) => {
+      // Another run may have claimed and sent it between the claim above and this lock.
+      const row = await lockEmail(tx, email_id);
+      if (!row || row.status !== 'queued') return null;
+      handedOver.delivery = deps.mailer.deliver(message).then((providerId) => ({ providerId, at: clock.now() }));
+      let sent: { providerId: string; at: Date };
+      try {
+        sent = await handedOver.delivery;
+      } catch (error) {
+        // Recorded, committed, then thrown: pg-boss retries, and the row says why.
+        await recordFailure(tx, row.id, errorText(error), finalAttempt);
+        return { error };
+      }
+      await markSent(tx, row.id, message.subject, sent.providerId, sent.at);
+      return null;
+    });
+  } catch (err) {
+    if (!handedOver.delivery) throw err;
+    // The database went away with the message at the SMTP server (the transaction fails as soon as
+    // its connection closes, while SMTP may still be talking). Not sent: the retry sends it. Sent:
+    // forgetting it would send it twice, so it is recorded as soon as the database is back.
+    const sent = await handedOver.delivery.catch(() => null);
+    if (!sent) throw err;
+    await recordSentOnceBack(deps, email_id, message.subject, sent, leaseEnds, err);
+    return;
+  }
   if (failure) throw failure.error;
+}
+
+/**
+ * Retries marking the e-mail sent until it works or the job's lease is nearly over: no other run
+ * can take the job before then, so a database outage shorter than that sends nothing twice.
+ */
+async function recordSentOnceBack(
+  deps: WorkerDeps,
+  emailId: string,
+  subject: string,
+  sent: { providerId: string; at: Date },
+  until: number,
+  firstError: unknown,
+): Promise<void> {
+  let last = firstError;
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, RECORD_RETRY_MS));
+    try {
+      await markSent(deps.sql, emailId, subject, sent.providerId, sent.at);
+      return;
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
 }

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type PgBoss from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
-import type { Sql } from '../src/db/client.js';
+import { isDatabaseUnavailable, type Sql } from '../src/db/client.js';
 import { createBoss, queues } from '../src/jobs/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/server.js';
@@ -63,9 +63,27 @@ async function workEach<T extends object>(
   }
 }
 
+let toleratingLostWrites = false;
+
+/**
+ * pg-boss 10 completes or fails a job without awaiting the write (manager.js, `onFetch`): while
+ * the database is away, that promise rejects with nobody to handle it, and Node ends the process.
+ * Losing such a write is safe: the job's lease runs out, it runs again, and every handler is
+ * idempotent (decisions §5). So only "database unavailable" passes; anything else still ends it.
+ */
+function tolerateLostJobWrites(log: (msg: string) => void): void {
+  if (toleratingLostWrites) return;
+  toleratingLostWrites = true;
+  process.on('unhandledRejection', (reason) => {
+    if (!isDatabaseUnavailable(reason)) throw reason;
+    log(`database unavailable, a job's state was not recorded (its lease brings it back): ${reason instanceof Error ? reason.message : String(reason)}`);
+  });
+}
+
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
 export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: string) => void } = {}): Promise<Worker> {
   const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
+  tolerateLostJobWrites(log);
   const secrets = loadSecretBox(config);
   const boss = createBoss(sql, { worker: true });
   boss.on('error', (err) => log(`pg-boss: ${String(err)}`));

@@ -395,6 +395,27 @@ t.test('a process shares its counts on its own within a flush interval, and the 
   t.equal(await shared(other.id), 4, 'closing flushed the unsent hits');
 });
 
+t.test('the limiter: hits of a window that closed before they were shared still count, in that window', async (t) => {
+  const h = await testApp(t);
+  freshWindow(t);
+  const limiter = h.app.rateLimiter;
+  const windowOf = () => Math.floor(clock.now().getTime() / 60_000) * 60;
+  const rows = async () =>
+    (await h.sql<{ window_start: string; hits: number }[]>`
+      SELECT window_start::text, hits FROM rate_limit_windows WHERE bucket = 'test:rollover' ORDER BY window_start`).map((r) => [Number(r.window_start), r.hits]);
+  const first = windowOf();
+  t.match(await limiter.hit('test:rollover', 10), { remaining: 9, exceeded: false }, 'the first hit of a window is shared at once');
+  t.match(await limiter.hit('test:rollover', 10), { remaining: 8 });
+  t.match(await limiter.hit('test:rollover', 10), { remaining: 7 });
+  clock.advance(60_000);
+  t.match(await limiter.hit('test:rollover', 10), { remaining: 9, reset: first + 120 }, 'a new window starts afresh');
+  await limiter.flush();
+  t.same(await rows(), [
+    [first, 3],
+    [first + 60, 1],
+  ]);
+});
+
 t.test('requests with no valid key are limited per client address', async (t) => {
   const h = await testApp(t, { RATE_LIMIT_PER_MINUTE: '3' });
   freshWindow(t);

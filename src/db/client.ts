@@ -18,6 +18,11 @@ export function createSql(url: string, opts: DbOptions = {}): Sql {
     connect_timeout: opts.connectTimeout ?? 4,
     idle_timeout: 60,
     max_lifetime: 60 * 30,
+    // After each failed connection postgres.js waits longer before the next (up to 20 s by
+    // default), and a query handed to a connection that waits, waits too: while the database is
+    // down a request would outlast the 5 s in which it must get its 503 (decisions §13), and after
+    // it is back requests would hang until the wait ran out.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
     onnotice: () => {},
     // numeric and dates stay strings: money goes through bignumber.js, dates stay calendar dates.
     types: {

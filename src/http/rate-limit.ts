@@ -12,6 +12,8 @@ export interface RateLimitState {
 const WINDOW_SECONDS = 60;
 /** How long a process may keep hits to itself: the most the others' view of a counter lags. */
 export const FLUSH_INTERVAL_MS = 200;
+/** A bucket unused here for this long is no longer refreshed: only its next request needs it. */
+const REFRESH_FOR_MS = 10_000;
 
 interface Bucket {
   /** Unix seconds when the bucket's window began. */
@@ -24,6 +26,8 @@ interface Bucket {
   pending: number;
   /** The window's first flush, which the bucket's first requests wait for. */
   ready: Promise<void> | null;
+  /** Date.now() of this process's last hit. */
+  lastHit: number;
 }
 
 function windowStart(): number {
@@ -39,9 +43,9 @@ function windowStart(): number {
  * let through at most one flush interval's worth of each other's hits beyond the limit.
  *
  * The first request of a bucket in a window waits for a flush instead, so a process that has
- * just started, or a key seldom used, is decided on the true count. Every bucket seen in the
- * current window is refreshed on each flush, so a process learns of another's hits on a key
- * within one interval even when it has none of its own to send.
+ * just started, or a key seldom used, is decided on the true count. Every bucket used here in
+ * the last REFRESH_FOR_MS is refreshed on each flush, so a process learns of another's hits on a
+ * key within one interval even when it has none of its own to send.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
@@ -51,6 +55,8 @@ export class RateLimiter {
   private inFlight: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
   private closed = false;
+  /** Whether the last flush left buckets worth refreshing, so the timer goes on. */
+  private refreshing = false;
 
   constructor(
     private readonly sql: Sql,
@@ -62,10 +68,11 @@ export class RateLimiter {
     let bucket = this.buckets.get(name);
     if (bucket && bucket.window === window) {
       bucket.pending += 1;
+      bucket.lastHit = Date.now();
       if (bucket.ready) await bucket.ready;
     } else {
       if (bucket && bucket.pending > 0) this.closing.push([name, bucket]);
-      const fresh: Bucket = { window, shared: 0, sending: 0, pending: 1, ready: null };
+      const fresh: Bucket = { window, shared: 0, sending: 0, pending: 1, ready: null, lastHit: Date.now() };
       this.buckets.set(name, fresh);
       fresh.ready = this.flush().then(
         () => void (fresh.ready = null),
@@ -83,7 +90,7 @@ export class RateLimiter {
     return { limit, remaining: Math.max(0, limit - hits), reset: window + WINDOW_SECONDS, exceeded: hits > limit };
   }
 
-  /** Sends every unsent hit and refreshes every bucket of the current window; one statement at a time. */
+  /** Sends every unsent hit and refreshes the buckets in use; one statement at a time. */
   flush(): Promise<void> {
     if (this.queued) return this.queued;
     if (!this.inFlight) {
@@ -113,7 +120,7 @@ export class RateLimiter {
       this.timer = null;
       this.flush().then(
         () => {
-          if (this.buckets.size > 0) this.schedule();
+          if (this.refreshing) this.schedule();
         },
         (err: unknown) => {
           this.onError(err);
@@ -126,7 +133,9 @@ export class RateLimiter {
 
   private async send(): Promise<void> {
     const current = windowStart();
+    const recent = Date.now() - REFRESH_FOR_MS;
     const batch: [string, Bucket][] = [];
+    this.refreshing = false;
     // Buckets that leave the map with hits: a failed send puts them back here to try again.
     const closed = this.closing.splice(0);
     for (const entry of [...closed]) {
@@ -140,6 +149,10 @@ export class RateLimiter {
         this.buckets.delete(name);
         if (bucket.pending === 0) continue;
         closed.push([name, bucket]);
+      } else if (bucket.pending === 0 && bucket.lastHit < recent) {
+        continue;
+      } else {
+        this.refreshing = true;
       }
       bucket.sending = bucket.pending;
       bucket.pending = 0;

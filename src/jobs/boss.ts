@@ -11,6 +11,9 @@ export function executor(db: Queryable): PgBoss.Db {
       // pg-boss leaves optional values undefined (node-pg sends NULL); postgres.js serialises
       // objects itself from the parameter types the server describes (jsonb), so they pass as is.
       const params = (values ?? []).map((v) => (v === undefined ? null : v));
+      // Its batch insert (the one cron schedules use) sends JSON already serialised for a json
+      // parameter; postgres.js would encode that string again into a JSON scalar.
+      if (typeof params[0] === 'string' && text.includes('json_to_recordset($1)')) params[0] = JSON.parse(params[0]);
       // Maintenance (expiring leases, archiving) is one `BEGIN; …; COMMIT;` script; postgres.js
       // refuses BEGIN on a pooled connection, so such a script gets a connection of its own.
       if ('reserve' in db && /^\s*BEGIN\s*;/i.test(text)) {
