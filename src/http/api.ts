@@ -148,8 +148,9 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
       if (found.kind !== 'new') return { found };
       const result = await def.handler({ ...input, db: tx });
       const serialized = serialize(result);
-      // Not awaited, so that it travels with the COMMIT that follows: one round trip for both.
-      // Should it fail, the transaction is aborted and that COMMIT rolls it back.
+      // Not awaited here, so that it travels with the COMMIT that follows: one round trip for
+      // both. Should it fail, the transaction is aborted and that COMMIT rolls it back; its error
+      // is taken up once the transaction has ended.
       const stored = storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized);
       stored.catch(() => {});
       return { result, serialized, stored };
