@@ -7,7 +7,7 @@ import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { registerApi } from './http/api.js';
 import { unstorableJson } from './http/validation.js';
-import { sendError, toAppError } from './http/envelope.js';
+import { envelopeOf, sendError, toAppError } from './http/envelope.js';
 import { migrationsCurrent } from './db/migrate.js';
 import { apiRoutes } from './routes.js';
 import { registerDocs } from './docs/routes.js';
@@ -37,17 +37,15 @@ function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const message =
     status === 431 ? 'The request line and headers exceed 16 KiB.' : status === 408 ? 'The request took too long to arrive.' : 'Malformed HTTP request.';
-  const requestId = randomUUID();
-  const packet: unknown = err.rawPacket;
-  const body = JSON.stringify({
-    code: 'validation_error',
-    message,
+  const refused = new AppError('validation_error', message, {
+    status,
     retry: status === 408 ? 'safe' : 'never',
     details: { errors: [{ path: status === 431 ? 'headers' : 'request', message }] },
-    request_id: requestId,
-    path: /^[A-Z]+ ([^?\s]*)/.exec(Buffer.isBuffer(packet) ? packet.toString('latin1', 0, 17 * 1024) : '')?.[1] ?? '',
-    timestamp: new Date().toISOString(),
   });
+  const requestId = randomUUID();
+  const packet: unknown = err.rawPacket;
+  const path = /^[A-Z]+ ([^?\s]*)/.exec(Buffer.isBuffer(packet) ? packet.toString('latin1', 0, 17 * 1024) : '')?.[1] ?? '';
+  const body = JSON.stringify(envelopeOf(refused, requestId, path));
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +

@@ -39,16 +39,21 @@ export function toAppError(err: unknown): AppError {
   return new AppError('internal_error', 'An unexpected error occurred. It has been logged.');
 }
 
-export function envelope(err: AppError, request: FastifyRequest): ErrorEnvelope {
+/** The one error shape; `path` is given without its query string. */
+export function envelopeOf(err: AppError, requestId: string, path: string): ErrorEnvelope {
   return {
     code: err.code,
     message: err.message,
     retry: err.retry,
     details: err.details,
-    request_id: String(request.id),
-    path: request.url.split('?')[0] ?? request.url,
+    request_id: requestId,
+    path,
     timestamp: clock.now().toISOString(),
   };
+}
+
+export function envelope(err: AppError, request: FastifyRequest): ErrorEnvelope {
+  return envelopeOf(err, String(request.id), request.url.split('?')[0] ?? request.url);
 }
 
 export function sendError(reply: FastifyReply, err: AppError): FastifyReply {

@@ -9,7 +9,6 @@ import { emitEvent } from '../events/emit.js';
 import { queueEmail } from '../email/outbox.js';
 import { formatAmount, isCurrency, precision, Decimal } from '../money.js';
 import { explainRejection, getInvoice, type Urls } from './service.js';
-import type { InvoiceRow } from './queries.js';
 import * as q from './lifecycle-queries.js';
 
 export interface LifecycleDeps {

@@ -1,8 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import type { AppContext } from '../context.js';
 import { clock } from '../clock.js';
 import { toAppError } from '../http/envelope.js';
@@ -12,11 +10,11 @@ import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
 import { getInvoiceRow } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import { formatMoney } from '../format.js';
-import { templatesDir } from '../paths.js';
 import { checkoutUrl, effectiveStatus, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
+import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
 
 /** What a checkout token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
@@ -36,15 +34,6 @@ type ClosedState = 'completed' | 'expired' | 'closed';
 
 type Labels = Record<(typeof labelKeys)[number], string> & { states: Record<ClosedState, string> };
 
-function parseLabels(file: string, text: string): Labels {
-  const raw = JSON.parse(text) as Record<string, unknown>;
-  const missing: string[] = labelKeys.filter((k) => typeof raw[k] !== 'string');
-  const states = raw.states as Record<string, unknown> | undefined;
-  if (!states || !(['completed', 'expired', 'closed'] as const).every((s) => typeof states[s] === 'string')) missing.push('states');
-  if (missing.length > 0) throw new Error(`templates/public/${file} lacks the labels ${missing.join(', ')}`);
-  return raw as Labels;
-}
-
 interface Assets {
   css: string;
   /** CSP source for the one inline <style>: the page needs no 'unsafe-inline'. */
@@ -59,19 +48,15 @@ let assets: Assets | null = null;
 /** Templates, CSS and labels, read and compiled on first use and kept. */
 function load(): Assets {
   if (assets) return assets;
-  const dir = path.join(templatesDir, 'public');
-  const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
-  // An instance of its own: nothing registered globally; `{{x}}` HTML-escapes, strict catches typos.
-  const hbs = Handlebars.create();
-  const compile = (f: string) => hbs.compile(read(f), { strict: true });
   // The invoice page's look, with the few rules a payment page adds.
-  const css = `${read('style.css')}${read('checkout.css')}`;
+  const css = `${readPublic('style.css')}${readPublic('checkout.css')}`;
+  const labels = (file: string) => readLabels<Labels>(file, labelKeys, { states: ['completed', 'expired', 'closed'] });
   assets = {
     css,
-    styleHash: `'sha256-${createHash('sha256').update(css, 'utf8').digest('base64')}'`,
-    page: compile('checkout.hbs'),
-    message: compile('checkout-message.hbs'),
-    labels: { es: parseLabels('checkout.es.json', read('checkout.es.json')), en: parseLabels('checkout.en.json', read('checkout.en.json')) },
+    styleHash: styleHash(css),
+    page: compilePublic('checkout.hbs'),
+    message: compilePublic('checkout-message.hbs'),
+    labels: { es: labels('checkout.es.json'), en: labels('checkout.en.json') },
   };
   return assets;
 }

@@ -1,8 +1,5 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import type { AppContext } from '../context.js';
 import { clock } from '../clock.js';
 import { emitEvent } from '../events/emit.js';
@@ -14,11 +11,11 @@ import { invoiceResource } from '../invoices/service.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
 import { Decimal } from '../money.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
-import { templatesDir } from '../paths.js';
 import { pdfHeaders } from '../pdf/routes.js';
 import { invoicePdf } from '../pdf/store.js';
 import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
 import * as q from './queries.js';
+import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
 
 /** What a public token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
@@ -30,14 +27,6 @@ const labelKeys = [
 ] as const;
 
 type PublicLabels = Record<(typeof labelKeys)[number], string> & { statuses: Record<string, string> };
-
-function parseLabels(file: string, text: string): PublicLabels {
-  const raw = JSON.parse(text) as Record<string, unknown>;
-  const missing: string[] = labelKeys.filter((k) => typeof raw[k] !== 'string');
-  if (typeof raw.statuses !== 'object' || raw.statuses === null) missing.push('statuses');
-  if (missing.length > 0) throw new Error(`templates/public/${file} lacks the labels ${missing.join(', ')}`);
-  return raw as PublicLabels;
-}
 
 interface Assets {
   css: string;
@@ -53,18 +42,14 @@ let assets: Assets | null = null;
 /** Templates, CSS and labels, read and compiled on first use and kept. */
 function load(): Assets {
   if (assets) return assets;
-  const dir = path.join(templatesDir, 'public');
-  const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
-  // An instance of its own: nothing registered globally; `{{x}}` HTML-escapes, strict catches typos.
-  const hbs = Handlebars.create();
-  const compile = (f: string) => hbs.compile(read(f), { strict: true });
-  const css = read('style.css');
+  const css = readPublic('style.css');
+  const labels = (file: string) => readLabels<PublicLabels>(file, labelKeys, { statuses: [] });
   assets = {
     css,
-    styleHash: `'sha256-${createHash('sha256').update(css, 'utf8').digest('base64')}'`,
-    invoice: compile('invoice.hbs'),
-    notFound: compile('not-found.hbs'),
-    labels: { es: parseLabels('es.json', read('es.json')), en: parseLabels('en.json', read('en.json')) },
+    styleHash: styleHash(css),
+    invoice: compilePublic('invoice.hbs'),
+    notFound: compilePublic('not-found.hbs'),
+    labels: { es: labels('es.json'), en: labels('en.json') },
   };
   return assets;
 }

@@ -241,18 +241,7 @@ export async function claimDelivery(db: Queryable, id: string, attempt: number, 
   return rows[0] ?? null;
 }
 
-export interface NewAttempt {
-  id: string;
-  delivery_id: string;
-  attempt_number: number;
-  started_at: Date;
-  duration_ms: number;
-  request_url: string;
-  request_headers: Record<string, string>;
-  response_status: number | null;
-  response_body: string | null;
-  error: string | null;
-}
+export type NewAttempt = AttemptRow;
 
 export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<void> {
   await db`

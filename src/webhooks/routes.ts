@@ -1,12 +1,6 @@
-import type { AppContext } from '../context.js';
 import { defineRoute } from '../http/route.js';
-import type { DeliveryDeps } from './delivery.js';
 import * as s from './schemas.js';
 import * as service from './service.js';
-
-function deliveryDeps(ctx: AppContext): DeliveryDeps {
-  return { config: ctx.config, boss: ctx.boss, secrets: ctx.secrets };
-}
 
 // The spec: a malformed id on webhook routes is 422, where other resources answer 400.
 const malformedIdStatus = 422;
@@ -40,7 +34,7 @@ export const webhookRoutes = [
     example: { body: endpointExample },
     handler: async ({ body, auth, ctx, db }) => ({
       status: 201,
-      body: await service.createEndpoint(db, auth.merchant.id, body, deliveryDeps(ctx)),
+      body: await service.createEndpoint(db, auth.merchant.id, body, ctx),
     }),
   }),
   defineRoute({
@@ -83,7 +77,7 @@ export const webhookRoutes = [
     example: { body: { enabled: true } },
     handler: async ({ params, body, auth, ctx, db }) => ({
       status: 200,
-      body: await service.updateEndpoint(db, auth.merchant.id, params.endpoint_id, body, deliveryDeps(ctx)),
+      body: await service.updateEndpoint(db, auth.merchant.id, params.endpoint_id, body, ctx),
     }),
   }),
   defineRoute({
@@ -115,7 +109,7 @@ export const webhookRoutes = [
     errors: ['webhook_endpoint_not_found'],
     handler: async ({ params, auth, ctx, db }) => ({
       status: 200,
-      body: await service.rotateSecret(db, auth.merchant.id, params.endpoint_id, deliveryDeps(ctx)),
+      body: await service.rotateSecret(db, auth.merchant.id, params.endpoint_id, ctx),
     }),
   }),
   defineRoute({
@@ -134,7 +128,7 @@ export const webhookRoutes = [
     example: { body: { event: 'invoice.paid' } },
     handler: async ({ params, body, auth, ctx, db }) => ({
       status: 200,
-      body: await service.testEndpoint(db, auth.merchant.id, params.endpoint_id, body?.event, deliveryDeps(ctx)),
+      body: await service.testEndpoint(db, auth.merchant.id, params.endpoint_id, body?.event, ctx),
     }),
   }),
   defineRoute({

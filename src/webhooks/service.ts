@@ -93,7 +93,7 @@ export async function getEndpoint(db: Queryable, merchantId: string, id: string)
 }
 
 export async function updateEndpoint(db: Queryable, merchantId: string, id: string, input: UpdateEndpointInput, deps: DeliveryDeps) {
-  if (!(await q.getEndpoint(db, merchantId, id))) throw notFound(id);
+  // The URL is part of the body: it is judged before existence (decisions §14).
   const url = input.url === undefined ? undefined : await assertUsableUrl(input.url, deps);
   const row = await q.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now());
   if (!row) throw notFound(id);

@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until } from './until.js';
 
 const tlsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'tls');
 
@@ -72,13 +73,6 @@ export async function startHttpsReceiver(t: { teardown(fn: () => unknown): void 
     reply(fn) {
       answer = fn;
     },
-    async waitFor(count, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (received.length < count) {
-        if (Date.now() > deadline) throw new Error(`the receiver got ${received.length} of ${count} requests within ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      return received;
-    },
+    waitFor: (count, timeoutMs = 20_000) => until(`${count} requests at the receiver`, () => received.length >= count && received, timeoutMs),
   };
 }
