@@ -243,7 +243,7 @@ async function main(): Promise<void> {
         cwd: ROOT,
         databaseUrl: db.url,
         poolSize: POOL,
-        nodeArgs: ['--import', './bench/cpu-profile-hook.ts'],
+        nodeArgs: ['--import', 'tsx', '--import', './bench/cpu-profile-hook.ts'],
         env: { BENCH_CPU_PROFILE: profileFile },
       });
       for (const [label, method] of [['GET /invoices/{id}', 'GET'], ['POST /invoices', 'POST']] as const) {

@@ -121,7 +121,8 @@ const HEADER = `# Benchmark results
 
 Produced by \`npm run bench\` (bench/run.ts); the newest run first. Each run measures, at the
 same concurrency on the same machine, the external API through the real web process
-(\`node --import tsx src/server.ts\`, driven by autocannon) against a ceiling: the same database
+(\`node dist/src/server.js\`, the tsc build the Procfile runs; up to 2026-11-23T10:52Z
+\`node --import tsx src/server.ts\`; driven by autocannon) against a ceiling: the same database
 work issued straight through postgres.js with no HTTP, auth, rate limit or idempotency.
 ratio = API req/s ÷ ceiling req/s; the target is ≥ ${TARGET_RATIO}.
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { freePort } from '../src/db/embedded.js';
@@ -29,8 +29,17 @@ function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+let built = false;
+
+/** `npm run build` once per bench process: the web process runs the tsc output, as the Procfile does. */
+function buildOnce(cwd: string): void {
+  if (built) return;
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
+  built = true;
+}
+
 /**
- * `node --import tsx src/server.ts` as a child, bound to 127.0.0.1 on a free port, production
+ * `node dist/src/server.js` (the Procfile's `web`, built first) as a child, bound to 127.0.0.1 on a free port, production
  * mode, warn-level logs. Resolves once /readyz answers 200.
  */
 export async function startWebProcess(opts: {
@@ -44,7 +53,8 @@ export async function startWebProcess(opts: {
 }): Promise<WebProcess> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), 'src/server.ts'], {
+  buildOnce(opts.cwd);
+  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'dist/src/server.js'], {
     cwd: opts.cwd,
     env: {
       ...process.env,

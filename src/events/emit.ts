@@ -3,6 +3,7 @@ import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { enqueue, queues } from '../jobs/boss.js';
+import { isPipelined } from '../db/transaction.js';
 
 export const eventTypes = {
   'invoice.created': 'An invoice was created (draft or sent).',
@@ -39,22 +40,50 @@ export function buildEvent(type: EventType, data: Record<string, unknown>, isTes
 }
 
 /**
+ * Whether an enabled endpoint of the merchant wants this type, asked now without waiting: it
+ * travels with the caller's next statement, and lets emitEvent send the event with the COMMIT.
+ */
+export function subscriptionCheck(db: Queryable, merchantId: string, type: EventType): Promise<boolean> {
+  const answer = db<{ subscribed: boolean }[]>`SELECT ${subscribed(db, merchantId, type)} AS subscribed`
+    .execute()
+    .then(([row]) => row?.subscribed === true);
+  // Awaited by emitEvent; should the caller fail first, the transaction ends without it.
+  answer.catch(() => {});
+  return answer;
+}
+
+const subscribed = (db: Queryable, merchantId: string, type: EventType) => db`
+  EXISTS (
+    SELECT 1 FROM webhook_endpoints e
+     WHERE e.merchant_id = ${merchantId} AND e.enabled
+       AND (cardinality(e.events) = 0 OR ${type} = ANY (e.events)))`;
+
+/**
  * Writes the event in the caller's transaction (as text: postgres.js's json() would travel as
  * jsonb and lose the field order receivers see), so it exists exactly when the change it
  * reports exists, and with it the job that fans it out to the merchant's webhook endpoints.
  * The same statement tells whether any enabled endpoint wants this type: a merchant without
- * webhooks pays for no job.
+ * webhooks pays for no job. Given a subscriptionCheck that found none, in a pipelined
+ * transaction, the insert goes with the COMMIT.
  */
-export async function emitEvent(db: Queryable, boss: PgBoss, merchantId: string, type: EventType, data: Record<string, unknown>): Promise<EventRecord> {
+export async function emitEvent(
+  db: Queryable,
+  boss: PgBoss,
+  merchantId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+  checked?: Promise<boolean>,
+): Promise<EventRecord> {
   const event = buildEvent(type, data, false);
-  const [row] = await db<{ subscribed: boolean }[]>`
+  const insert = db<{ subscribed: boolean }[]>`
     INSERT INTO events (id, merchant_id, type, payload, created_at)
     VALUES (${event.id}, ${merchantId}, ${type}, ${JSON.stringify(event)}::text::json, ${event.created_at})
-    RETURNING EXISTS (
-      SELECT 1 FROM webhook_endpoints e
-       WHERE e.merchant_id = ${merchantId} AND e.enabled
-         AND (cardinality(e.events) = 0 OR ${type} = ANY (e.events))
-    ) AS subscribed`;
+    RETURNING ${subscribed(db, merchantId, type)} AS subscribed`;
+  if (checked && isPipelined(db) && !(await checked)) {
+    db.commitWith(insert);
+    return event;
+  }
+  const [row] = await insert;
   if (row?.subscribed) await enqueue(boss, db, queues.webhookFanout.name, { event_id: event.id }, { singletonKey: event.id });
   return event;
 }

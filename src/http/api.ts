@@ -4,6 +4,7 @@ import type { AppContext } from '../context.js';
 import { type ApiKey, type AuthContext, ipAllowed } from './auth.js';
 import { RateLimiter, secondsUntilReset, type RateLimitState } from './rate-limit.js';
 import { isKeyTaken, lookupKey, requestHash, storeAnswer, type KeyLookup } from './idempotency.js';
+import { pipelinedTransaction } from '../db/transaction.js';
 import { parseOrThrow, unstorableJson } from './validation.js';
 import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
@@ -130,7 +131,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const idemHeader = request.headers['idempotency-key'];
   const idemKey = def.idempotent ? (Array.isArray(idemHeader) ? idemHeader[0] : idemHeader) : undefined;
   if (idemKey === undefined) {
-    const result = await ctx.sql.begin((tx) => def.handler({ ...input, db: tx }));
+    const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx }));
     return send(reply, result.status, serialize(result), result.headers);
   }
 
@@ -141,21 +142,16 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   // The route pattern with its parsed ids, so `/invoices/` and `/invoices` are one scope.
   const route = `${def.method} ${def.path.replace(/:(\w+)/g, (_, name: string) => String((params as Record<string, unknown>)[name]))}`;
   const hash = requestHash(request.body);
-  let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string; stored: Promise<void> };
+  let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string };
   try {
-    outcome = await ctx.sql.begin(async (tx) => {
+    outcome = await pipelinedTransaction(ctx.sql, async (tx) => {
       const found = await lookupKey(tx, merchantId, route, idemKey, hash);
       if (found.kind !== 'new') return { found };
       const result = await def.handler({ ...input, db: tx });
       const serialized = serialize(result);
-      // Not awaited here, so that it travels with the COMMIT that follows: one round trip for
-      // both. Should it fail, the transaction is aborted and that COMMIT rolls it back; its error
-      // is taken up once the transaction has ended.
-      const stored = storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized);
-      stored.catch(() => {});
-      return { result, serialized, stored };
+      tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
+      return { result, serialized };
     });
-    if ('stored' in outcome) await outcome.stored;
   } catch (err) {
     // Another request stored its answer first; this one's work was rolled back.
     if (isKeyTaken(err)) return answerStored(reply, await lookUpAgain(ctx, merchantId, route, idemKey, hash));
@@ -165,9 +161,9 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     // corrected retry.
     if (appErr.status !== 404 && appErr.status !== 409) throw appErr;
     const body = JSON.stringify(envelope(appErr, request));
-    const found = await ctx.sql.begin(async (tx) => {
+    const found = await pipelinedTransaction(ctx.sql, async (tx) => {
       const again = await lookupKey(tx, merchantId, route, idemKey, hash);
-      if (again.kind === 'new') await storeAnswer(tx, merchantId, route, idemKey, hash, appErr.status, body);
+      if (again.kind === 'new') tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, appErr.status, body));
       return again;
     });
     if (found.kind !== 'new') return answerStored(reply, found);

@@ -59,21 +59,14 @@ export async function lookupKey(db: Queryable, merchantId: string, route: string
 }
 
 /**
- * Stores the answer in the transaction of a lookupKey that found the key new. It fails with a
- * unique violation (isKeyTaken) when another request stored an answer for the key first: one
- * that committed after the lookup's snapshot was taken but before its lock was.
+ * The statement that stores the answer in the transaction of a lookupKey that found the key new,
+ * unsent: it can travel with the COMMIT. It fails with a unique violation (isKeyTaken) when
+ * another request stored an answer for the key first: one that committed after the lookup's
+ * snapshot was taken but before its lock was.
  */
-export async function storeAnswer(
-  db: Queryable,
-  merchantId: string,
-  route: string,
-  key: string,
-  hash: string,
-  status: number,
-  body: string,
-): Promise<void> {
+export function storeAnswer(db: Queryable, merchantId: string, route: string, key: string, hash: string, status: number, body: string) {
   const now = clock.now();
-  await db`
+  return db`
     INSERT INTO idempotency_keys (merchant_id, route, key, request_hash, status, locked_until, response_status, response_body, created_at, expires_at)
     VALUES (${merchantId}, ${route}, ${key}, ${hash}, 'done', ${now}, ${status}, ${body}, ${now}, ${new Date(now.getTime() + RETENTION_MS)})`;
 }

@@ -8,7 +8,7 @@ import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { computeTotals, formatAmount, formatUnitPrice, formatExchangeRate, formatQuantity, formatRate, isCurrency } from '../money.js';
 import { findOrCreateClient } from '../clients/service.js';
-import { emitEvent } from '../events/emit.js';
+import { emitEvent, subscriptionCheck } from '../events/emit.js';
 import { exchangeRate } from '../rates/service.js';
 import * as q from './queries.js';
 import type { CreateInvoiceInput, InvoiceStatus, Locale } from './schemas.js';
@@ -168,6 +168,7 @@ export async function createInvoice(db: Queryable, merchant: MerchantSettings, i
     unit_price: String(it.unit_price),
     line_total: totals.lineTotals[i]!.toFixed(),
   }));
+  const subscribed = subscriptionCheck(db, merchant.id, 'invoice.created');
   // The client is usually known already: the insert takes it by e-mail in the same statement.
   const row =
     (await q.insertInvoice(db, invoice, { email: input.client.email }, items)) ??
@@ -177,7 +178,7 @@ export async function createInvoice(db: Queryable, merchant: MerchantSettings, i
       await findOrCreateClient(db, merchant.id, input.client, { apiBase: deps.urls.apiBase, boss: deps.boss }),
       items,
     ));
-  await emitEvent(db, deps.boss, merchant.id, 'invoice.created', { object: invoiceResource(row, deps.urls) });
+  await emitEvent(db, deps.boss, merchant.id, 'invoice.created', { object: invoiceResource(row, deps.urls) }, subscribed);
   if (!input.send_immediately) return row;
   return sendInvoice(db, merchant, id, undefined, deps);
 }
