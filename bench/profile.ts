@@ -5,7 +5,8 @@
  *    group at a time, to price the idempotency and event statements and each extra round trip.
  * 2. HTTP floors (GET /healthz) and CPU accounting (bench process / web process / rest) while the
  *    API is under load, to see which process the CPUs go to.
- * 3. A V8 CPU profile of the web process under steady GET and POST load (bench/cpu-profile-hook.ts).
+ * 3. A V8 CPU profile of the web process under steady load: GET one invoice, GET a page of 50,
+ *    POST (bench/cpu-profile-hook.ts).
  *
  * Same environment as run.ts (DATABASE_URL or embedded; PROFILE_SECONDS, default 5;
  * PROFILE_SECTIONS, e.g. `2,3`, default all three).
@@ -246,11 +247,20 @@ async function main(): Promise<void> {
         nodeArgs: ['--import', 'tsx', '--import', './bench/cpu-profile-hook.ts'],
         env: { BENCH_CPU_PROFILE: profileFile },
       });
-      for (const [label, method] of [['GET /invoices/{id}', 'GET'], ['POST /invoices', 'POST']] as const) {
+      // A full list page needs 50 invoices.
+      for (let i = 0; i < 50; i++) {
+        await fetch(`${web.baseUrl}${API_PREFIX}/invoices`, { method: 'POST', headers: { ...keyHeaders, 'content-type': 'application/json' }, body: JSON.stringify(BODY) });
+      }
+      const scenarios = [
+        ['GET /invoices/{id}', 'GET', `${API_PREFIX}/invoices/${invoiceId}`],
+        ['GET /invoices (a page of 50)', 'GET', `${API_PREFIX}/invoices?limit=50`],
+        ['POST /invoices', 'POST', `${API_PREFIX}/invoices`],
+      ] as const;
+      for (const [label, method, urlPath] of scenarios) {
         const load = (seconds: number) =>
           runHttp({
             url: web!.baseUrl, method, connections: CONN, seconds,
-            path: method === 'GET' ? `${API_PREFIX}/invoices/${invoiceId}` : `${API_PREFIX}/invoices`,
+            path: urlPath,
             headers: method === 'GET' ? keyHeaders : { ...keyHeaders, 'content-type': 'application/json' },
             ...(method === 'POST' ? { body: JSON.stringify(BODY), perRequestHeaders: () => ({ 'idempotency-key': `c-${++keyN}` }) } : {}),
           });

@@ -42,8 +42,10 @@ export function buildEvent(type: EventType, data: Record<string, unknown>, isTes
 /**
  * Whether an enabled endpoint of the merchant wants this type, asked now without waiting: it
  * travels with the caller's next statement, and lets emitEvent send the event with the COMMIT.
+ * Outside a pipelined transaction there is no COMMIT to ride with, and nothing is asked.
  */
-export function subscriptionCheck(db: Queryable, merchantId: string, type: EventType): Promise<boolean> {
+export function subscriptionCheck(db: Queryable, merchantId: string, type: EventType): Promise<boolean> | undefined {
+  if (!isPipelined(db)) return undefined;
   const answer = db<{ subscribed: boolean }[]>`SELECT ${subscribed(db, merchantId, type)} AS subscribed`
     .execute()
     .then(([row]) => row?.subscribed === true);
