@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import type { Measurement } from './load.js';
+import type { Section } from './results.js';
 
 export const TARGET_RATIO = 0.5;
 
@@ -101,7 +101,7 @@ export interface RunReport {
 export function renderRun(r: RunReport): string {
   const m = r.machine;
   return [
-    `## Run of ${r.date.toISOString()}`,
+    `### Run of ${r.date.toISOString()}`,
     '',
     `- Command: \`${r.command}\``,
     `- Machine: ${m.nproc} CPU(s) (${m.cpu}), ${m.memory} RAM, Node ${m.node}, PostgreSQL ${m.postgres}`,
@@ -117,9 +117,13 @@ export function renderRun(r: RunReport): string {
   ].join('\n');
 }
 
-const HEADER = `# Benchmark results
+/** The ratio bench's section of RESULTS.md. */
+export const RATIO_SECTION: Section = {
+  id: 'ratio',
+  keep: 10,
+  intro: `## API vs. database ceiling (npm run bench)
 
-Produced by \`npm run bench\` (bench/run.ts); the newest run first. Each run measures, at the
+Produced by \`npm run bench\` (bench/run.ts). Each run measures, at the
 same concurrency on the same machine, the external API through the real web process
 (\`node dist/src/server.js\`, the tsc build the Procfile runs; up to 2026-11-23T10:52Z
 \`node --import tsx src/server.ts\`; driven by autocannon) against a ceiling: the same database
@@ -138,20 +142,6 @@ events / the loop's own clock). "Other work" is the CPU that processes outside t
 bench process, the web process or the bench database's backends) used while a line was
 measured, from /proc: figures from a machine that is busy with other work are noisy; compare
 ratios from the same run rather than absolute numbers across runs.
-`;
+`,
+};
 
-const RUN_MARK = '<!-- bench-run -->';
-const KEEP_RUNS = 10;
-
-/** Writes RESULTS.md: the header, this run, then up to KEEP_RUNS − 1 earlier runs. */
-export async function writeResults(file: string, run: string): Promise<void> {
-  const previous = await readFile(file, 'utf8').catch(() => '');
-  const earlier = previous
-    .split(RUN_MARK)
-    .slice(1)
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .slice(0, KEEP_RUNS - 1);
-  const body = [HEADER, ...[run.trim(), ...earlier].map((s) => `${RUN_MARK}\n${s}\n`)].join('\n');
-  await writeFile(file, body);
-}

@@ -17,10 +17,10 @@ import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { runHttp, runLoops, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
-import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, writeResults, type Row } from './report.js';
+import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Row } from './report.js';
+import { recordRun, RESULTS_FILE } from './results.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const RESULTS = path.join(ROOT, 'bench', 'RESULTS.md');
 const TIME_BUDGET_MS = 170_000;
 
 function intEnv(name: string, fallback: number, max: number): number {
@@ -267,8 +267,8 @@ async function main(): Promise<number> {
 
   process.stdout.write(`\n${table(rows)}\n\n${ratioLines(ratios)}\n- Web process VmHWM: ${(hwmKb / 1024).toFixed(0)} MiB\n`);
   for (const n of notes) process.stdout.write(`- ${n}\n`);
-  await writeResults(RESULTS, report);
-  log(`wrote ${path.relative(ROOT, RESULTS)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  await recordRun(RATIO_SECTION, report);
+  log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   clearTimeout(watchdog);
   return STRICT && ratios.some((r) => !r.pass) ? 1 : 0;
 }

@@ -2,14 +2,13 @@
  * `npm run bench:volume` (issue 6 item 5): do the list and read endpoints stay fast when one
  * merchant has 1,000,000 invoices, and do their queries use indexes? Seeds a throw-away database,
  * drives the real web process with autocannon, EXPLAINs the exact SQL the endpoints run and
- * prepends a section to bench/VOLUME.md.
+ * records the run in its section of bench/RESULTS.md.
  *
  * Environment: DATABASE_URL (local server; without it the embedded server of .data/bench),
  * VOLUME_INVOICES (default 1000000), VOLUME_DURATION (s, default 10), VOLUME_WARMUP (s, default 2),
  * DATABASE_POOL_SIZE (default 10).
  */
 import path from 'node:path';
-import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
@@ -20,9 +19,9 @@ import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { Latencies, type Measurement } from './load.js';
 import { loadAverage, machineInfo } from './report.js';
+import { recordRun, RESULTS_FILE, type Section } from './results.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const OUTPUT = path.join(ROOT, 'bench', 'VOLUME.md');
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -384,7 +383,7 @@ async function main(): Promise<number> {
         `- ${r.name}: ${r.m.failed} non-2xx (${JSON.stringify(r.m.statusCodes)}), ${r.m.errors} transport errors${r.m.firstError ? `; first: ${r.m.firstError}` : ''}`,
     );
   const section = [
-    `## Volume run of ${when.toISOString()}`,
+    `### Volume run of ${when.toISOString()}`,
     '',
     `- Command: \`${process.env.npm_lifecycle_event === 'bench:volume' ? 'npm run bench:volume' : 'tsx bench/volume.ts'}\`, database: ${db.source}`,
     `- Machine: ${machine.nproc} CPU(s) (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}, PostgreSQL ${machine.postgres}`,
@@ -406,7 +405,7 @@ async function main(): Promise<number> {
     `- Plans: ${plans.some((p) => p.seqScan) ? `**Seq Scan on invoices in: ${plans.filter((p) => p.seqScan).map((p) => p.name).join(', ')}**` : 'no Seq Scan on invoices in any scenario'}. EXPLAIN (ANALYZE, BUFFERS) of the statement listInvoices/getInvoice send (captured with postgres.js debug), run once after the load with the same parameters (a custom plan; the web process's prepared statements may switch to a generic plan after 5 runs).`,
     '',
     ...plans.flatMap((p) => [
-      `### ${p.name}`,
+      `#### ${p.name}`,
       '',
       `Parameters: \`${JSON.stringify(p.sql.params)}\``,
       '',
@@ -422,15 +421,18 @@ async function main(): Promise<number> {
   ].join('\n');
 
   process.stdout.write(`\n${section}\n`);
-  await writeVolume(section);
-  log(`wrote ${path.relative(ROOT, OUTPUT)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  await recordRun(VOLUME_SECTION, section);
+  log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   clearTimeout(watchdog);
   return rows.every((r) => r.pass) && bulkPass ? 0 : 1;
 }
 
-const HEADER = `# Volume benchmark
+const VOLUME_SECTION: Section = {
+  id: 'volume',
+  keep: 10,
+  intro: `## Volume (npm run bench:volume)
 
-Produced by \`npm run bench:volume\` (bench/volume.ts); the newest run first. Each run seeds a
+Produced by \`npm run bench:volume\` (bench/volume.ts). Each run seeds a
 throw-away database with one merchant holding 1,000,000 invoices (one item each, a few thousand
 clients, mixed statuses, created/updated over ~2 years), then drives the real web process with
 autocannon: the invoice list (first page, a deep page, status and updated_since filters) and
@@ -439,18 +441,8 @@ invoices per call at 4 connections (target p50 < 200 ms). Each run also records
 EXPLAIN (ANALYZE, BUFFERS) of the exact SQL the list/read endpoints send: those must use indexes,
 never a Seq Scan on invoices. Latencies are per request, in ms, measured by the client; the
 machine is shared, so note the load average of each run.
-`;
-const RUN_MARK = '<!-- volume-run -->';
-
-async function writeVolume(run: string): Promise<void> {
-  const previous = await readFile(OUTPUT, 'utf8').catch(() => '');
-  const earlier = previous
-    .split(RUN_MARK)
-    .slice(1)
-    .map((s) => s.trim())
-    .filter(Boolean);
-  await writeFile(OUTPUT, [HEADER, ...[run.trim(), ...earlier].map((s) => `${RUN_MARK}\n${s}\n`)].join('\n'));
-}
+`,
+};
 
 main().then(
   async (code) => {
