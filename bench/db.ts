@@ -26,9 +26,10 @@ function withDatabase(url: string, name: string): string {
 
 /**
  * A fresh, migrated database `invoicing_bench_<random>` on DATABASE_URL's server, or on the
- * embedded server of `.data/bench` when DATABASE_URL is not set.
+ * embedded server of `.data/bench` when DATABASE_URL is not set. Given `teardown`, its drop is
+ * registered there.
  */
-export async function openBenchDatabase(log: (msg: string) => void): Promise<BenchDatabase> {
+export async function openBenchDatabase(log: (msg: string) => void, teardown?: (step: () => unknown) => void): Promise<BenchDatabase> {
   let base = process.env.DATABASE_URL;
   let source = 'DATABASE_URL';
   let stopEmbedded: (() => Promise<void>) | null = null;
@@ -70,6 +71,10 @@ export async function openBenchDatabase(log: (msg: string) => void): Promise<Ben
     } finally {
       await sql.end({ timeout: 5 });
     }
+    teardown?.(async () => {
+      await cleanup();
+      log(`dropped database ${name}`);
+    });
     return { url, name, source, serverVersion, cleanup };
   } catch (err) {
     await cleanup();

@@ -46,8 +46,10 @@ export interface HttpLoad {
   path: string;
   headers: Record<string, string>;
   body?: string;
-  /** Extra headers computed per request (e.g. a unique Idempotency-Key). */
-  perRequestHeaders?: () => Record<string, string>;
+  /** Called per request: another path (a random invoice id) and/or extra headers (a unique Idempotency-Key). */
+  vary?: () => { path?: string; headers?: Record<string, string> };
+  /** Seconds before a request counts as timed out (default 10). */
+  timeout?: number;
   connections: number;
   seconds: number;
 }
@@ -63,9 +65,12 @@ export async function runHttp(load: HttpLoad): Promise<Measurement> {
     path: load.path,
     headers: load.headers,
     ...(load.body !== undefined ? { body: load.body } : {}),
-    ...(load.perRequestHeaders
+    ...(load.vary
       ? {
-          setupRequest: (req: autocannon.Request) => ({ ...req, headers: { ...req.headers, ...load.perRequestHeaders!() } }),
+          setupRequest: (req: autocannon.Request) => {
+            const v = load.vary!();
+            return { ...req, path: v.path ?? req.path, headers: { ...req.headers, ...v.headers } };
+          },
         }
       : {}),
   };
@@ -75,7 +80,7 @@ export async function runHttp(load: HttpLoad): Promise<Measurement> {
     connections: load.connections,
     duration: load.seconds,
     pipelining: 1,
-    timeout: 10,
+    timeout: load.timeout ?? 10,
     requests: [request],
   });
   instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {

@@ -222,7 +222,7 @@ async function main(): Promise<void> {
         const load = (seconds: number) =>
           runHttp({
             url: web!.baseUrl, method, path: pathName, headers, body, connections: CONN, seconds,
-            ...(method === 'POST' ? { perRequestHeaders: () => ({ 'idempotency-key': `h-${++keyN}` }) } : {}),
+            ...(method === 'POST' ? { vary: () => ({ headers: { 'idempotency-key': `h-${++keyN}` } }) } : {}),
           });
         await load(1);
         const a = cpuSnapshot(db.name, web!.pid);
@@ -262,7 +262,7 @@ async function main(): Promise<void> {
             url: web!.baseUrl, method, connections: CONN, seconds,
             path: urlPath,
             headers: method === 'GET' ? keyHeaders : { ...keyHeaders, 'content-type': 'application/json' },
-            ...(method === 'POST' ? { body: JSON.stringify(BODY), perRequestHeaders: () => ({ 'idempotency-key': `c-${++keyN}` }) } : {}),
+            ...(method === 'POST' ? { body: JSON.stringify(BODY), vary: () => ({ headers: { 'idempotency-key': `c-${++keyN}` } }) } : {}),
           });
         await load(2);
         await rm(profileFile, { force: true });

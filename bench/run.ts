@@ -19,6 +19,7 @@ import { runHttp, runLoops, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Row } from './report.js';
 import { recordRun, RESULTS_FILE } from './results.js';
+import { cleanupRegistry } from './cleanup.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TIME_BUDGET_MS = 170_000;
@@ -39,27 +40,7 @@ const STRICT = process.argv.includes('--strict');
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
-// Cleanup runs once, in reverse order of registration, on success, error, signal or time-out.
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | null = null;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn();
-      } catch (err) {
-        log(`cleanup step failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-  });
-}
+const { teardown, cleanup } = cleanupRegistry(log, TIME_BUDGET_MS);
 
 const ITEMS = [
   { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
@@ -101,26 +82,16 @@ function describeFailures(label: string, m: Measurement): string | null {
 
 async function main(): Promise<number> {
   const started = Date.now();
-  const watchdog = setTimeout(() => {
-    log(`time budget of ${TIME_BUDGET_MS / 1000} s exceeded: aborting`);
-    void cleanup().finally(() => process.exit(2));
-  }, TIME_BUDGET_MS);
-  watchdog.unref();
-
-  const db = await openBenchDatabase(log);
-  cleanups.push(async () => {
-    await db.cleanup();
-    log(`dropped database ${db.name}`);
-  });
+  const db = await openBenchDatabase(log, teardown);
   log(`database ${db.name} (${db.source}), PostgreSQL ${db.serverVersion}`);
   const machine = machineInfo(db.serverVersion);
 
   const sql: Sql = createSql(db.url, { max: POOL, application: 'invoicing-bench-ceiling' });
-  cleanups.push(() => sql.end({ timeout: 5 }));
+  teardown(() => sql.end({ timeout: 5 }));
   const seed = await seedMerchant(sql);
 
   const web: WebProcess = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
-  cleanups.push(async () => {
+  teardown(async () => {
     await web.stop();
     log('web process stopped');
   });
@@ -200,7 +171,7 @@ async function main(): Promise<number> {
       path: `${API_PREFIX}/invoices`,
       headers,
       body: invoiceBody(),
-      perRequestHeaders: () => ({ 'idempotency-key': `bench-${runTag}-${++counter}` }),
+      vary: () => ({ headers: { 'idempotency-key': `bench-${runTag}-${++counter}` } }),
       connections: CONNECTIONS,
       seconds,
     });
@@ -269,7 +240,6 @@ async function main(): Promise<number> {
   for (const n of notes) process.stdout.write(`- ${n}\n`);
   await recordRun(RATIO_SECTION, report);
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  clearTimeout(watchdog);
   return STRICT && ratios.some((r) => !r.pass) ? 1 : 0;
 }
 

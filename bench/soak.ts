@@ -17,6 +17,7 @@ import { openBenchDatabase, seedMerchant } from './db.js';
 import { loadAverage, machineInfo } from './report.js';
 import { recordRun, RESULTS_FILE, type Section } from './results.js';
 import { rssAt, rssGrowth, runSoak, type Growth, type SoakResult } from './soak-load.js';
+import { cleanupRegistry } from './cleanup.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TARGET_PCT = 10;
@@ -34,25 +35,8 @@ const ITERATION_MS = setting('SOAK_ITERATION_MS', 500, 0, 10_000);
 
 const log = (msg: string) => process.stderr.write(`[soak] ${msg}\n`);
 
-const teardowns: (() => unknown)[] = [];
-const scope = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
-let cleaning: Promise<void> | null = null;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const fn of teardowns.reverse()) {
-      await Promise.resolve()
-        .then(fn)
-        .catch((err: unknown) => log(`cleanup step failed: ${err instanceof Error ? err.message : String(err)}`));
-    }
-  })();
-  return cleaning;
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-  });
-}
+const scope = cleanupRegistry(log);
+const { cleanup } = scope;
 
 const mib = (kb: number) => `${(kb / 1024).toFixed(0)} MiB`;
 const at = (s: number) => (s % 60 === 0 ? `minute ${s / 60}` : `${s} s`);
@@ -100,8 +84,7 @@ function requestTable(r: SoakResult): string[] {
 }
 
 async function main(): Promise<number> {
-  const db = await openBenchDatabase(log);
-  scope.teardown(() => db.cleanup());
+  const db = await openBenchDatabase(log, scope.teardown);
   log(`database ${db.name} (${db.source}), PostgreSQL ${db.serverVersion}`);
   const machine = machineInfo(db.serverVersion);
   const sql = createSql(db.url, { max: 4, application: 'invoicing-bench-soak' });

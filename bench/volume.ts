@@ -10,16 +10,16 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../src/db/client.js';
 import { getInvoice, listInvoices, type InvoiceFilters } from '../src/invoices/queries.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
-import { Latencies, type Measurement } from './load.js';
+import { runHttp, type HttpLoad, type Measurement } from './load.js';
 import { loadAverage, machineInfo } from './report.js';
 import { recordRun, RESULTS_FILE, type Section } from './results.js';
+import { cleanupRegistry } from './cleanup.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -49,26 +49,7 @@ const TIME_BUDGET_MS = 20 * 60_000;
 
 const log = (msg: string) => process.stderr.write(`[volume] ${msg}\n`);
 
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | null = null;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn();
-      } catch (err) {
-        log(`cleanup step failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-  })();
-  return cleaning;
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`);
-    void cleanup().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-  });
-}
+const { teardown, cleanup } = cleanupRegistry(log, TIME_BUDGET_MS);
 
 /**
  * One chunk of invoices [from, to) and their single item, in one statement. Everything is derived
@@ -146,65 +127,6 @@ async function seedVolume(sql: Sql, merchantId: string): Promise<{ seconds: numb
   return { seconds, analyzeSeconds: (performance.now() - a0) / 1000 };
 }
 
-interface Target {
-  url: string;
-  method: 'GET' | 'POST';
-  headers: Record<string, string>;
-  path: string;
-  body?: string;
-  /** Called per request: a path (random invoice id) and/or extra headers. */
-  vary?: () => { path?: string; headers?: Record<string, string> };
-  connections: number;
-  seconds: number;
-}
-
-// runHttp in load.ts takes a fixed path; the id rotation needs setupRequest to change it.
-async function runTarget(t: Target): Promise<Measurement> {
-  const latencies = new Latencies();
-  const statusCodes: Record<string, number> = {};
-  let ok = 0;
-  let failed = 0;
-  const request: autocannon.Request = {
-    method: t.method,
-    path: t.path,
-    headers: t.headers,
-    ...(t.body !== undefined ? { body: t.body } : {}),
-    ...(t.vary
-      ? {
-          setupRequest: (req: autocannon.Request) => {
-            const v = t.vary!();
-            return { ...req, path: v.path ?? req.path, headers: { ...req.headers, ...v.headers } };
-          },
-        }
-      : {}),
-  };
-  const instance = autocannon({ url: t.url, connections: t.connections, duration: t.seconds, pipelining: 1, timeout: 30, requests: [request] });
-  instance.on('response', (_c: unknown, statusCode: number, _b: number, responseTime: number) => {
-    statusCodes[statusCode] = (statusCodes[statusCode] ?? 0) + 1;
-    if (statusCode >= 200 && statusCode < 300) {
-      ok++;
-      latencies.add(responseTime);
-    } else failed++;
-  });
-  let firstError: string | undefined;
-  instance.on('reqError', (err: Error) => {
-    firstError ??= err.message;
-  });
-  const result = await instance;
-  const [p50, p99] = latencies.percentiles(50, 99);
-  return {
-    rps: ok / result.duration,
-    p50: p50!,
-    p99: p99!,
-    ok,
-    failed,
-    errors: result.errors + result.timeouts,
-    seconds: result.duration,
-    statusCodes,
-    firstError,
-  };
-}
-
 interface Captured {
   query: string;
   params: unknown[];
@@ -243,30 +165,20 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 interface Scenario {
   name: string;
   path: string;
-  vary?: Target['vary'];
+  vary?: HttpLoad['vary'];
   /** The query function call the endpoint makes, for the plan. */
   query: (db: Sql) => Promise<unknown>;
 }
 
 async function main(): Promise<number> {
   const started = Date.now();
-  const watchdog = setTimeout(() => {
-    log(`time budget of ${TIME_BUDGET_MS / 1000} s exceeded: aborting`);
-    void cleanup().finally(() => process.exit(2));
-  }, TIME_BUDGET_MS);
-  watchdog.unref();
-
-  const db = await openBenchDatabase(log);
-  cleanups.push(async () => {
-    await db.cleanup();
-    log(`dropped database ${db.name}`);
-  });
+  const db = await openBenchDatabase(log, teardown);
   log(`database ${db.name} (${db.source}), PostgreSQL ${db.serverVersion}`);
   const machine = machineInfo(db.serverVersion);
   log(`load average before: ${machine.loadBefore}`);
 
   const sql: Sql = createSql(db.url, { max: 4, application: 'invoicing-bench-volume' });
-  cleanups.push(() => sql.end({ timeout: 5 }));
+  teardown(() => sql.end({ timeout: 5 }));
   const seed = await seedMerchant(sql);
   log(`seeding ${INVOICES} invoices`);
   const seeded = await seedVolume(sql, seed.merchantId);
@@ -291,7 +203,7 @@ async function main(): Promise<number> {
   ])) as unknown as [{ n: number }];
 
   const web: WebProcess = await startWebProcess({ cwd: ROOT, databaseUrl: db.url, poolSize: POOL });
-  cleanups.push(async () => {
+  teardown(async () => {
     await web.stop();
     log('web process stopped');
   });
@@ -324,7 +236,7 @@ async function main(): Promise<number> {
     const probe = await fetch(`${web.baseUrl}${s.path}`, { headers: auth });
     if (probe.status !== 200) throw new Error(`${s.name}: probe answered ${probe.status} ${await probe.text()}`);
     const load = (seconds: number) =>
-      runTarget({ url: web.baseUrl, method: 'GET', headers: auth, path: s.path, vary: s.vary, connections: GET_CONNECTIONS, seconds });
+      runHttp({ url: web.baseUrl, method: 'GET', headers: auth, path: s.path, vary: s.vary, connections: GET_CONNECTIONS, seconds, timeout: 30 });
     log(`${s.name}: warm-up ${WARMUP} s`);
     await load(WARMUP);
     log(`${s.name}: measuring ${DURATION} s`);
@@ -348,9 +260,10 @@ async function main(): Promise<number> {
   });
   let counter = 0;
   const bulkLoad = (seconds: number) =>
-    runTarget({
+    runHttp({
       url: web.baseUrl,
       method: 'POST',
+      timeout: 30,
       headers: { ...auth, 'content-type': 'application/json' },
       path: `${API_PREFIX}/invoices/bulk`,
       body: bulkBody,
@@ -423,7 +336,6 @@ async function main(): Promise<number> {
   process.stdout.write(`\n${section}\n`);
   await recordRun(VOLUME_SECTION, section);
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  clearTimeout(watchdog);
   return rows.every((r) => r.pass) && bulkPass ? 0 : 1;
 }
 
