@@ -1,8 +1,8 @@
-// The request transaction sends BEGIN with its first statement and its trailing statements with
-// COMMIT: nothing of that may change what commits and what rolls back.
+// The request transaction sends its trailing statements with the COMMIT: that may change nothing
+// of what commits and what rolls back.
 import t from 'tap';
 import { createTestDatabase } from './helpers/db.js';
-import { pipelinedTransaction } from '../src/db/transaction.js';
+import { isPipelined, pipelinedTransaction } from '../src/db/transaction.js';
 
 t.test('pipelinedTransaction', async (t) => {
   const db = await createTestDatabase();
@@ -56,34 +56,37 @@ t.test('pipelinedTransaction', async (t) => {
     t.same(await notes(), []);
   });
 
-  t.test('a savepoint rolled back takes its queued statements with it; a released one keeps them', async (t) => {
+  t.test('inside a savepoint nothing is held for the COMMIT; the savepoint rolls back alone', async (t) => {
     await sql`TRUNCATE notes`;
     await pipelinedTransaction(sql, async (tx) => {
       await tx`INSERT INTO notes VALUES (1)`;
+      tx.commitWith(tx`INSERT INTO notes VALUES (2)`);
       await tx
         .savepoint(async (sp) => {
-          await sp`INSERT INTO notes VALUES (2)`;
-          (sp as typeof tx).commitWith(sp`INSERT INTO notes VALUES (3)`);
+          t.equal(isPipelined(sp), false, 'a savepoint handle cannot defer to the COMMIT');
+          await sp`INSERT INTO notes VALUES (3)`;
           throw new Error('this item fails');
         })
         .catch(() => {});
       await tx.savepoint(async (sp) => {
         await sp`INSERT INTO notes VALUES (4)`;
-        (sp as typeof tx).commitWith(sp`INSERT INTO notes VALUES (5)`);
       });
-      // A statement queued in a savepoint is sent with its RELEASE, not held for the COMMIT.
-      const [row] = await tx<{ n: number }[]>`SELECT count(*)::int AS n FROM notes WHERE n = 5`;
-      t.equal(row?.n, 1, 'applied when the savepoint was released');
-      // A savepoint whose queued statement fails is rolled back as a whole.
-      const err = await tx
-        .savepoint(async (sp) => {
-          await sp`INSERT INTO notes VALUES (6)`;
-          (sp as typeof tx).commitWith(sp`INSERT INTO notes VALUES (1)`);
-        })
-        .catch((e: { code?: string }) => e);
-      t.equal((err as { code?: string } | undefined)?.code, '23505');
     });
-    t.same(await notes(), [1, 4, 5]);
+    t.same(await notes(), [1, 2, 4]);
+  });
+
+  t.test('a connection that dies mid-transaction fails that transaction only', async (t) => {
+    const err = await pipelinedTransaction(sql, async (tx) => {
+      const [row] = await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+      await db.sql.begin((other) => other`SELECT pg_terminate_backend(${row!.pid})`).catch(() => null);
+      await new Promise((r) => setTimeout(r, 100));
+      await tx`SELECT 1`;
+    }).catch((e: { code?: string }) => e);
+    t.equal((err as { code?: string } | undefined)?.code, 'CONNECTION_CLOSED');
+    const after = await Promise.all(Array.from({ length: 8 }, (_, i) => sql<{ n: number }[]>`SELECT ${i}::int AS n`.then(() => 'ok', (e: { code?: string }) => e.code)));
+    t.same(after, Array(8).fill('ok'), 'every later query is served');
+    for (let i = 0; i < 8; i++) await sql`SELECT 1`;
+    t.pass('and one after another');
   });
 
   t.test('the connection goes back to the pool clean', async (t) => {
