@@ -3,7 +3,7 @@
 // scripts — must work on the pool, or schedules never fire and dead workers' jobs never return.
 import t from 'tap';
 import { testApp } from './helpers/app.js';
-import { queues } from '../src/jobs/boss.js';
+import { executor, queues } from '../src/jobs/boss.js';
 
 t.test('a batch insert (what a cron schedule does when due) creates its jobs', async (t) => {
   const h = await testApp(t);
@@ -38,4 +38,35 @@ t.test("maintenance's BEGIN … COMMIT scripts run on the pool: an expired lease
   await h.ctx.boss.maintain();
   const [row] = await h.sql<{ state: string }[]>`SELECT state FROM pgboss.job WHERE id = ${id!}`;
   t.equal(row?.state, 'retry', 'the job is back for another worker');
+});
+
+t.test('a BEGIN … COMMIT script is one transaction on the pool: all of it or none of it', async (t) => {
+  const h = await testApp(t);
+  const run = (text: string) => executor(h.sql).executeSql(text, []);
+  await h.sql`CREATE TABLE boss_script_probe (n int PRIMARY KEY)`;
+  t.teardown(() => h.sql`DROP TABLE IF EXISTS boss_script_probe`);
+  // The shape pg-boss's locked() gives every maintenance and queue script.
+  await run(`
+    BEGIN;
+    SET LOCAL lock_timeout = '30s';
+    INSERT INTO boss_script_probe VALUES (1);
+    INSERT INTO boss_script_probe VALUES (2);
+    COMMIT;
+  `);
+  const failed = await run(`
+    BEGIN;
+    INSERT INTO boss_script_probe VALUES (3);
+    INSERT INTO boss_script_probe VALUES (1);
+    COMMIT;
+  `).then(
+    () => 'committed',
+    (e: { code?: string }) => e.code,
+  );
+  t.equal(failed, '23505', 'the script that breaks a key fails');
+  // Run as one string on a connection of its own, the failed script left that connection inside
+  // an aborted transaction, and the pool handed it to the next query: 25P02 from then on.
+  const rows = await h.sql<{ n: number }[]>`SELECT n FROM boss_script_probe ORDER BY n`;
+  t.same(rows.map((r) => r.n), [1, 2], 'the first script committed whole, the failed one left nothing');
+  const [setting] = await h.sql<{ lock_timeout: string }[]>`SHOW lock_timeout`;
+  t.not(setting?.lock_timeout, '30s', 'SET LOCAL ended with its transaction');
 });

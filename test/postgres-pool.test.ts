@@ -1,11 +1,17 @@
-// postgres.js moves each connection between its pool's queues on every query. Unpatched, a pool
-// that is never wholly busy grows its idle queue by one slot per query and scans all of them on
-// the next, so a quietly busy process gets slower query by query (src/db/patch-postgres.mjs).
-import t from 'tap';
+// postgres.js's pool with the patches of src/db/patch-postgres.mjs. Unpatched, a pool that is
+// never wholly busy grows its idle queue by one slot per query and scans all of them on the next,
+// so a quietly busy process gets slower query by query; a reserved connection that died is handed
+// back to the pool on release and never reconnects; and a backend that dies mid-query fails the
+// next query with its old error, strands a query sent before the close, or, while the types are
+// fetched, ends the process with an unhandled rejection.
+import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createTestDatabase } from './helpers/db.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { sleep } from './helpers/faults.js';
+import { createSql, type Sql } from '../src/db/client.js';
 
 interface Queue<T> {
   readonly length: number;
@@ -74,4 +80,119 @@ t.test('a pool serves sequential and concurrent queries alike after a long quiet
     answers.map(([row]) => row?.n),
     Array.from({ length: 40 }, (_, i) => i),
   );
+});
+
+const outcome = (q: Promise<unknown>) =>
+  q.then(
+    () => 'ok',
+    (e: { code?: string }) => String(e.code),
+  );
+
+/** Settles with 'hung' when the query has no answer within `ms`. */
+const within = (q: Promise<unknown>, ms: number) =>
+  Promise.race([outcome(q), new Promise<string>((resolve) => setTimeout(resolve, ms, 'hung').unref())]);
+
+async function poolOfOne(t: Test) {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  const pool = createSql(db.url, { max: 1, application: 'invoicing-test-pool' });
+  t.teardown(() => pool.end({ timeout: 1 }));
+  const [row] = await pool<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+  return { db, pool, pid: row!.pid };
+}
+
+/** A reserved connection whose backend is terminated; its next query has failed. */
+async function reservedAndKilled(db: TestDatabase, pool: Sql) {
+  const conn = await pool.reserve();
+  const [row] = await conn<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+  await db.sql`SELECT pg_terminate_backend(${row!.pid})`;
+  return { conn, lost: await outcome(conn`SELECT 1`) };
+}
+
+t.test('the first query after a backend died mid-query gets its own answer', async (t) => {
+  const { db, pool, pid } = await poolOfOne(t);
+  const sleeping = outcome(pool`SELECT pg_sleep(10)`);
+  await sleep(100);
+  await db.sql`SELECT pg_terminate_backend(${pid})`;
+  t.not(await sleeping, 'ok', 'the query whose backend died fails');
+  // Unpatched, the reconnected connection hands this query the dead backend's 57P01.
+  const after: string[] = [];
+  for (let i = 0; i < 3; i++) after.push(await within(pool`SELECT ${i}::int AS n`, 5000));
+  t.same(after, ['ok', 'ok', 'ok']);
+});
+
+t.test('a reserved connection that died is not handed back to the pool on release', async (t) => {
+  const { db, pool } = await poolOfOne(t);
+  const { conn, lost } = await reservedAndKilled(db, pool);
+  t.not(lost, 'ok', 'the reserved connection is gone');
+  // Let the socket close before the release: unpatched, the closed connection goes back among
+  // the idle ones and never reconnects.
+  await sleep(200);
+  conn.release();
+  const after: string[] = [];
+  for (let i = 0; i < 3; i++) after.push(await within(pool`SELECT ${i}::int AS n`, 5000));
+  t.same(after, ['ok', 'ok', 'ok'], 'every later query is served');
+});
+
+t.test('a query sent between a socket error and the close is answered, not left hanging', async (t) => {
+  const { db, pool } = await poolOfOne(t);
+  // Whether the query reaches the connection between its socket's error and its close depends
+  // on timing: unpatched, a few rounds are enough for one query never to settle.
+  const rounds: string[] = [];
+  for (let round = 0; round < 6 && !rounds.includes('hung'); round++) {
+    const { conn } = await reservedAndKilled(db, pool);
+    // Released at once, while the connection still counts as reserved.
+    conn.release();
+    rounds.push(await within(pool`SELECT 1`, 3000));
+  }
+  t.notOk(rounds.includes('hung'), `every next query settles (${rounds.join(', ')})`);
+  t.equal(await within(pool`SELECT 2`, 5000), 'ok', 'and the pool serves the one after them');
+});
+
+t.test('a connection reset while it fetches array types leaves no unhandled rejection behind', async (t) => {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  const target = new URL(db.url);
+  // A proxy that resets the first connection as soon as it asks for the array types, as a
+  // database restarting at that moment does, and passes every later one through.
+  let resets = 0;
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((client) => {
+    const server = net.connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client).add(server);
+    client.on('data', (chunk: Buffer) => {
+      if (resets === 0 && chunk.includes('typarray')) {
+        resets++;
+        server.destroy();
+        client.resetAndDestroy();
+        return;
+      }
+      server.write(chunk);
+    });
+    server.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('error', () => server.destroy());
+    server.on('error', () => client.destroy());
+    client.on('close', () => server.destroy());
+    server.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    return new Promise<void>((resolve) => proxy.close(() => resolve()));
+  });
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  t.teardown(() => process.off('unhandledRejection', onUnhandled));
+
+  const via = new URL(db.url);
+  via.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+  const pool = createSql(via.toString(), { max: 1, application: 'invoicing-test-types' });
+  t.teardown(() => pool.end({ timeout: 1 }));
+  const first = await within(pool`SELECT 1`, 5000);
+  t.not(first, 'hung', `the query waiting for that connection settles (${first})`);
+  t.equal(resets, 1, 'the connection was reset while fetching the array types');
+  t.equal(await within(pool`SELECT ${[1, 2]}::int[] AS a`, 5000), 'ok', 'the next connection fetches them again and serves arrays');
+  await sleep(50);
+  t.same(unhandled.map(String), [], 'no rejection escaped');
 });

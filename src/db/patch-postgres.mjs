@@ -1,4 +1,4 @@
-// Run by `npm install` (postinstall). Two faults of postgres.js 3.4.9, the latest release, both
+// Run by `npm install` (postinstall). Four faults of postgres.js 3.4.9, the latest release, all
 // unfixed upstream, are patched here, each applied once and by exact text: a release whose code
 // differs is reported, not patched.
 //
@@ -18,7 +18,27 @@
 //    queue with indexOf over all those holes. A process serving moderate traffic slows down query
 //    by query and holds the array until a burst uses every connection. The patch searches from
 //    the first live slot and drops the holes once they are half the array.
-//    test/postgres-queue.test.ts runs the pool's own queue through a long quiet spell.
+//    test/postgres-pool.test.ts runs the pool's own queue through a long quiet spell.
+// 3. A reserved connection whose backend died while reserved is closed, and its release() puts it
+//    back among the idle connections all the same (porsager/postgres#1199), where it is never
+//    reconnected and every query sent to it fails. pg-boss's migration runs on a reserved
+//    connection (migrateQueues in src/jobs/boss.ts). The patch hands back only a connection that
+//    is still reserved; a closed one stays closed and is reconnected when next needed.
+//    test/postgres-pool.test.ts drops one and releases it.
+// 4. A backend that dies mid-query (PostgreSQL restarting, pg_terminate_backend) leaves the
+//    connection in a state the next query pays for (porsager/postgres#1223, #1215):
+//    - the backend sends its fatal error before closing; the query is rejected with
+//      CONNECTION_CLOSED, but the connection keeps that error and hands it to the first query it
+//      runs after reconnecting: one request fails with 57P01 after the database is back;
+//    - when the socket reports an error (ECONNRESET) before it closes, a query sent to the
+//      connection in between is never answered: closing rejects pending queries only when the
+//      socket had no error, so the request hangs;
+//    - a backend killed while the connection fetches array types rejects a promise nobody
+//      awaits, which ends the process.
+//    The patch starts every connection with no answer pending, rejects on close whatever is
+//    still pending, and lets the next connection fetch the types again.
+//    test/postgres-pool.test.ts kills backends mid-query and between the error and the close, and
+//    resets a connection while it fetches the types.
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -81,6 +101,50 @@ const patches = [
         xs[index - 1] = undefined
       }
 `,
+      ],
+    ],
+  },
+  {
+    mark: 'invoicing: release only a reserved connection',
+    issue: 'porsager/postgres#1199',
+    files: ['src/index.js', 'cjs/src/index.js', 'cf/src/index.js'],
+    edits: [
+      [
+        '    sql.release = () => {\n      c.reserved = null\n      onopen(c)\n    }\n',
+        `    sql.release = () => {
+      c.reserved = null
+      // invoicing: release only a reserved connection (porsager/postgres#1199)
+      c.queue === reserved && onopen(c)
+    }
+`,
+      ],
+    ],
+  },
+  {
+    mark: 'invoicing: no answer pending on a new backend',
+    issue: 'porsager/postgres#1223',
+    files: ['src/connection.js', 'cjs/src/connection.js', 'cf/src/connection.js'],
+    edits: [
+      [
+        '  async function connect() {\n    terminated = false\n    backendParameters = {}\n',
+        `  async function connect() {
+    terminated = false
+    backendParameters = {}
+    // invoicing: no answer pending on a new backend (porsager/postgres#1223)
+    query = results = errorResponse = null
+    result = new Result()
+`,
+      ],
+      [
+        "    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))\n",
+        `    // invoicing: reject what is still pending, error or not (porsager/postgres#1223)
+    ;(query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))
+`,
+      ],
+      [
+        '        return fetchArrayTypes()\n',
+        // A failed fetch means the connection closed; connected() asks the next one again.
+        '        return fetchArrayTypes().catch(noop)\n',
       ],
     ],
   },

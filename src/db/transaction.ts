@@ -21,9 +21,9 @@ export function isPipelined(db: Queryable): db is PipelinedTx {
 /**
  * postgres.js's `begin` whose last statements travel with the COMMIT: a request whose answer
  * and event are written last waits for one round trip instead of three. (BEGIN itself still
- * waits for its answer: sending it with the first statement needs a reserved connection, and
- * postgres.js 3.4.9's reserve() strands or breaks connections when PostgreSQL drops them,
- * porsager/postgres#1195 and #1199.)
+ * waits for its answer: sending it with the first statement needs a reserved connection, and a
+ * reservation postgres.js 3.4.9 queues can wait forever when PostgreSQL drops the connection it
+ * waits for, porsager/postgres#1195.)
  */
 export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: PipelinedTx) => Promise<T>): Promise<T> {
   const trailing: Pending[] = [];

@@ -1,6 +1,8 @@
 import PgBoss from 'pg-boss';
 import type { Queryable, Sql } from '../db/client.js';
 
+const TRANSACTION_SCRIPT = /^\s*BEGIN\s*;([\s\S]*);\s*COMMIT\s*;\s*$/i;
+
 /**
  * pg-boss speaks `executeSql(text, values)`; this seam lets it run on our postgres.js pool or,
  * for `send`, inside the caller's transaction: a rolled-back request leaves no job behind.
@@ -15,14 +17,13 @@ export function executor(db: Queryable): PgBoss.Db {
       // parameter; postgres.js would encode that string again into a JSON scalar.
       if (typeof params[0] === 'string' && text.includes('json_to_recordset($1)')) params[0] = JSON.parse(params[0]);
       // Maintenance (expiring leases, archiving) is one `BEGIN; …; COMMIT;` script; postgres.js
-      // refuses BEGIN on a pooled connection, so such a script gets a connection of its own.
-      if ('reserve' in db && /^\s*BEGIN\s*;/i.test(text)) {
-        const conn = await db.reserve();
-        try {
-          return { rows: [...(await conn.unsafe(text, params as never[]))] };
-        } finally {
-          conn.release();
-        }
+      // refuses BEGIN on a pooled connection, so the script's body runs in a transaction of the
+      // pool's own. (Not on a reserved connection: a reservation queued while PostgreSQL drops
+      // connections can wait forever, porsager/postgres#1195, and maintenance with it.)
+      const script = TRANSACTION_SCRIPT.exec(text);
+      if (script && 'begin' in db) {
+        const rows = await db.begin((tx) => tx.unsafe(script[1]!, params as never[]));
+        return { rows: [...rows] };
       }
       const rows = await db.unsafe(text, params as never[]);
       return { rows: [...rows] };
