@@ -500,6 +500,32 @@ t.test('invoices', async (t) => {
     }
   });
 
+  t.test('GET /invoices shows each invoice exactly as GET /invoices/{id} does', async (t) => {
+    const { key, merchantId } = await h.key(['*']);
+    await setRate(h.sql, merchantId, 'USD', today(), '950.123456789');
+    await setRate(h.sql, merchantId, 'CLF', today(), '39123.45');
+    const bodies = [
+      body({ external_reference: 'ERP-9', client: { name: 'Ñuñoa "Comillas" SpA', email: 'nunoa@example.cl', phone: '+56 9 1234 5678' } }),
+      body({ currency: 'USD', tax_inclusive: true, items: [{ description: 'Horas', quantity: 2.5, unit_price: 10.1234 }] }),
+      body({ currency: 'CLF', is_tax_exempt: true, items: [{ description: 'Arriendo', quantity: 1, unit_price: 12.3456 }] }),
+      body({ send_immediately: true, items: [{ description: 'Uno', quantity: 3, unit_price: 1000 }, { description: 'Dos', quantity: 1, unit_price: 999 }] }),
+      body({ send_immediately: true }),
+      body({ send_immediately: true }),
+    ];
+    const ids: string[] = [];
+    for (const b of bodies) {
+      const res = await h.api('POST', '/invoices', { key, body: b });
+      t.equal(res.status, 201, JSON.stringify(res.body));
+      ids.push(res.body.invoice_id);
+    }
+    t.equal((await h.api('POST', `/invoices/${ids[4]}/mark-paid`, { key, body: { payment_method: 'transfer' } })).status, 200);
+    t.equal((await h.api('POST', `/invoices/${ids[5]}/cancel`, { key, body: { reason: 'duplicada' } })).status, 200);
+    const listed = (await h.api('GET', '/invoices?limit=100', { key })).body.data as { id: string }[];
+    t.same(listed.map((i) => i.id), [...ids].reverse());
+    for (const inv of listed) t.strictSame(inv, (await h.api('GET', `/invoices/${inv.id}`, { key })).body, inv.id);
+    t.ok(listed.some((i: any) => i.payment_reference !== null), 'a paid invoice is among them');
+  });
+
   t.test('GET /invoices: newest first, paging, filters', async (t) => {
     const { key } = await h.key(['*']);
     const ids: string[] = [];

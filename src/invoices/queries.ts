@@ -51,6 +51,37 @@ export interface InvoiceRow {
 
 export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
 
+/** The columns the API's invoice resource shows, and the items. */
+export type ListedInvoice = Pick<
+  InvoiceRow,
+  | 'id'
+  | 'client_id'
+  | 'client_name'
+  | 'client_email'
+  | 'client_phone'
+  | 'invoice_number'
+  | 'external_reference'
+  | 'status'
+  | 'currency'
+  | 'exchange_rate'
+  | 'base_currency'
+  | 'issue_date'
+  | 'due_date'
+  | 'is_tax_exempt'
+  | 'tax_inclusive'
+  | 'tax_rate'
+  | 'subtotal'
+  | 'tax_total'
+  | 'total'
+  | 'amount_paid'
+  | 'public_token'
+  | 'payment_provider'
+  | 'payment_transaction_id'
+  | 'paid_at'
+  | 'created_at'
+  | 'updated_at'
+> & { items: InvoiceItemRow[] };
+
 export type NewInvoice = Omit<
   InvoiceRow,
   | 'client_id'
@@ -148,11 +179,11 @@ const itemsJson = (db: Queryable) => db`
       'id', it.id, 'product_id', it.product_id, 'description', it.description,
       'quantity', it.quantity::text, 'unit_price', it.unit_price::text, 'line_total', it.line_total::text)
       ORDER BY it.position)
-    FROM invoice_items it WHERE it.invoice_id = i.id), '[]'::json) AS items`;
+    FROM invoice_items it WHERE it.invoice_id = i.id), '[]'::json)`;
 
 export async function getInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceWithItems | null> {
   const rows = await db<InvoiceWithItems[]>`
-    SELECT i.*, ${itemsJson(db)} FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
+    SELECT i.*, ${itemsJson(db)} AS items FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
   return rows[0] ?? null;
 }
 
@@ -168,11 +199,25 @@ export interface InvoiceFilters {
   updated_since?: string;
 }
 
-export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<InvoiceWithItems[]> {
+type ListedJson = Omit<ListedInvoice, 'paid_at' | 'created_at' | 'updated_at'> & { paid_at: string | null; created_at: string; updated_at: string };
+
+export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
   // The page is cut first, on the index alone (ids only: an index-only scan skips the rows
   // OFFSET passes over without reading them), and rows and items are read for that page only.
-  return db<InvoiceWithItems[]>`
-    SELECT i.*, ${itemsJson(db)} FROM (
+  // Each invoice comes back as one JSON object (amounts as text, so none passes through a
+  // float): a page of 50 is parsed once, natively, instead of column by column, which took most
+  // of the web process's time on a list page.
+  const rows = await db<{ invoice: ListedJson }[]>`
+    SELECT json_build_object(
+             'id', i.id, 'client_id', i.client_id, 'client_name', i.client_name, 'client_email', i.client_email,
+             'client_phone', i.client_phone, 'invoice_number', i.invoice_number, 'external_reference', i.external_reference,
+             'status', i.status, 'currency', i.currency, 'exchange_rate', i.exchange_rate::text, 'base_currency', i.base_currency,
+             'issue_date', i.issue_date, 'due_date', i.due_date, 'is_tax_exempt', i.is_tax_exempt, 'tax_inclusive', i.tax_inclusive,
+             'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'tax_total', i.tax_total::text, 'total', i.total::text,
+             'amount_paid', i.amount_paid::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
+             'payment_transaction_id', i.payment_transaction_id, 'paid_at', i.paid_at, 'created_at', i.created_at,
+             'updated_at', i.updated_at, 'items', ${itemsJson(db)}) AS invoice
+      FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}
          ${f.status ? db`AND status = ${f.status}` : db``}
@@ -184,6 +229,12 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
     ) page
     JOIN invoices i ON i.id = page.id
     ORDER BY i.created_at DESC, i.id DESC`;
+  return rows.map(({ invoice }) => ({
+    ...invoice,
+    paid_at: invoice.paid_at === null ? null : new Date(invoice.paid_at),
+    created_at: new Date(invoice.created_at),
+    updated_at: new Date(invoice.updated_at),
+  }));
 }
 
 /**

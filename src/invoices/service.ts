@@ -25,7 +25,7 @@ export interface InvoiceDeps {
   exchangeRatesUrl?: string;
 }
 
-export function invoiceResource(row: q.InvoiceWithItems, urls: Urls) {
+export function invoiceResource(row: q.ListedInvoice, urls: Urls) {
   const self = `${urls.apiBase}/invoices/${row.id}`;
   const publicUrl = `${urls.publicBase}/i/${row.public_token}`;
   return {
