@@ -25,7 +25,7 @@ export function page<T>(rows: T[], limit: number, offset: number): { data: T[]; 
   return { data: rows.slice(0, limit), limit, offset, has_more: rows.length > limit };
 }
 
-/** RFC 3339 UTC with milliseconds. */
-export function iso(d: Date | null | undefined): string | null {
-  return d ? d.toISOString() : null;
+/** RFC 3339 UTC with milliseconds; text already in that form (written so by PostgreSQL) passes as is. */
+export function iso(d: Date | string | null | undefined): string | null {
+  return typeof d === 'string' ? d : d ? d.toISOString() : null;
 }
