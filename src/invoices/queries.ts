@@ -208,8 +208,9 @@ export interface InvoiceFilters {
   updated_since?: string;
 }
 
-// Milliseconds truncated, as a Date read from the same value would hold them.
-const RFC3339 = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+// A timestamp column as the API writes it: RFC 3339 UTC, milliseconds truncated as a Date read
+// from the same value would hold them.
+const rfc3339 = (db: Queryable, column: string) => db`to_char(${db(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
   // The page is cut first, on the index alone (ids only: an index-only scan skips the rows
@@ -225,9 +226,8 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
              'issue_date', i.issue_date, 'due_date', i.due_date, 'is_tax_exempt', i.is_tax_exempt, 'tax_inclusive', i.tax_inclusive,
              'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'tax_total', i.tax_total::text, 'total', i.total::text,
              'amount_paid', i.amount_paid::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
-             'payment_transaction_id', i.payment_transaction_id, 'paid_at', to_char(i.paid_at AT TIME ZONE 'UTC', ${RFC3339}),
-             'created_at', to_char(i.created_at AT TIME ZONE 'UTC', ${RFC3339}),
-             'updated_at', to_char(i.updated_at AT TIME ZONE 'UTC', ${RFC3339}), 'items', ${itemsJson(db)}) AS invoice
+             'payment_transaction_id', i.payment_transaction_id, 'paid_at', ${rfc3339(db, 'i.paid_at')},
+             'created_at', ${rfc3339(db, 'i.created_at')}, 'updated_at', ${rfc3339(db, 'i.updated_at')}, 'items', ${itemsJson(db)}) AS invoice
       FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}
