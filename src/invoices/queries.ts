@@ -55,13 +55,7 @@ export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
  * The columns the API's invoice resource shows, and the items. A list page has PostgreSQL write
  * its timestamps in the API's form (RFC 3339 UTC, milliseconds) rather than as Dates.
  */
-export type ListedInvoice = Omit<InvoiceView, 'paid_at' | 'created_at' | 'updated_at'> & {
-  paid_at: Date | string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-};
-
-type InvoiceView = Pick<
+export type ListedInvoice = Pick<
   InvoiceRow,
   | 'id'
   | 'client_id'
@@ -86,10 +80,12 @@ type InvoiceView = Pick<
   | 'public_token'
   | 'payment_provider'
   | 'payment_transaction_id'
-  | 'paid_at'
-  | 'created_at'
-  | 'updated_at'
-> & { items: InvoiceItemRow[] };
+> & {
+  paid_at: Date | string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  items: InvoiceItemRow[];
+};
 
 export type NewInvoice = Omit<
   InvoiceRow,
