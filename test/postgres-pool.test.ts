@@ -92,6 +92,13 @@ const outcome = (q: Promise<unknown>) =>
 const within = (q: Promise<unknown>, ms: number) =>
   Promise.race([outcome(q), new Promise<string>((resolve) => setTimeout(resolve, ms, 'hung').unref())]);
 
+/** How each of the next three queries on the pool settles. */
+async function nextThree(pool: Sql): Promise<string[]> {
+  const after: string[] = [];
+  for (let i = 0; i < 3; i++) after.push(await within(pool`SELECT ${i}::int AS n`, 5000));
+  return after;
+}
+
 async function poolOfOne(t: Test) {
   const db = await createTestDatabase();
   t.teardown(() => db.drop());
@@ -116,9 +123,7 @@ t.test('the first query after a backend died mid-query gets its own answer', asy
   await db.sql`SELECT pg_terminate_backend(${pid})`;
   t.not(await sleeping, 'ok', 'the query whose backend died fails');
   // Unpatched, the reconnected connection hands this query the dead backend's 57P01.
-  const after: string[] = [];
-  for (let i = 0; i < 3; i++) after.push(await within(pool`SELECT ${i}::int AS n`, 5000));
-  t.same(after, ['ok', 'ok', 'ok']);
+  t.same(await nextThree(pool), ['ok', 'ok', 'ok']);
 });
 
 t.test('a reserved connection that died is not handed back to the pool on release', async (t) => {
@@ -129,9 +134,7 @@ t.test('a reserved connection that died is not handed back to the pool on releas
   // the idle ones and never reconnects.
   await sleep(200);
   conn.release();
-  const after: string[] = [];
-  for (let i = 0; i < 3; i++) after.push(await within(pool`SELECT ${i}::int AS n`, 5000));
-  t.same(after, ['ok', 'ok', 'ok'], 'every later query is served');
+  t.same(await nextThree(pool), ['ok', 'ok', 'ok'], 'every later query is served');
 });
 
 t.test('a query sent between a socket error and the close is answered, not left hanging', async (t) => {
