@@ -24,6 +24,8 @@ export const errorCatalogue = {
   validation_error: { status: 422, retry: 'never' },
   webhook_endpoint_invalid: { status: 400, retry: 'never' },
   webhook_endpoint_not_found: { status: 404, retry: 'never' },
+  webhook_delivery_not_found: { status: 404, retry: 'never' },
+  event_not_found: { status: 404, retry: 'never' },
   payment_not_found: { status: 404, retry: 'never' },
   route_not_found: { status: 404, retry: 'never' },
   payload_too_large: { status: 413, retry: 'never' },

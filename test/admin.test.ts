@@ -124,7 +124,7 @@ t.test('the admin token', async (t) => {
     t.equal(unknownField.body.error.data.details.errors[0].path, 'merchant');
     const missingDelivery = await http(h, 'query', 'deliveries.get', { delivery_id: newId() });
     t.equal(missingDelivery.status, 404);
-    t.match(missingDelivery.body.error.data, { code: 'NOT_FOUND', details: { errors: [{ path: 'delivery_id', message: 'no such delivery' }] } });
+    t.match(missingDelivery.body.error.data, { code: 'NOT_FOUND', appCode: 'webhook_delivery_not_found' });
     const missingEndpoint = await http(h, 'mutation', 'endpoints.enable', { endpoint_id: newId() });
     t.equal(missingEndpoint.status, 404);
     t.match(missingEndpoint.body.error.data, { code: 'NOT_FOUND', appCode: 'webhook_endpoint_not_found' });
@@ -133,6 +133,9 @@ t.test('the admin token', async (t) => {
     t.equal(noProcedure.body.error.data.appCode, 'route_not_found');
     const viaCaller = await rejection(admin(h).events.get({ event_id: newId() }));
     t.equal(viaCaller.code, 'NOT_FOUND');
+    const missingEvent = await http(h, 'query', 'events.get', { event_id: newId() });
+    t.equal(missingEvent.status, 404);
+    t.match(missingEvent.body.error, { message: /^No event /, data: { code: 'NOT_FOUND', appCode: 'event_not_found' } });
     const badInput = await rejection(admin(h).deliveries.list({ limit: 0 }));
     t.equal(badInput.code, 'BAD_REQUEST');
   });

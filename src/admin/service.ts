@@ -135,7 +135,7 @@ export async function setEndpointEnabled(db: Queryable, id: string, enabled: boo
 // ─── Events ──────────────────────────────────────────────────────────────────
 
 function eventNotFound(id: string): AppError {
-  return AppError.validation([{ path: 'event_id', message: 'no such event' }], 404, `No event ${id}.`);
+  return new AppError('event_not_found', `No event ${id}.`);
 }
 
 function eventView(e: Omit<aq.EventSummary, 'sort_at'>) {

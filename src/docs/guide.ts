@@ -71,6 +71,8 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
     'The request is invalid: 400 for malformed JSON or a malformed path id (non-webhook routes), 415 for a body that is not application/json, 422 otherwise; `details.errors` names every bad field',
   webhook_endpoint_invalid: 'The webhook URL is not an allowed https:// address',
   webhook_endpoint_not_found: 'No webhook endpoint with this id for your account',
+  webhook_delivery_not_found: 'Admin: no webhook delivery with this id',
+  event_not_found: 'Admin: no event with this id',
   payment_not_found: 'No payment with this id for your account',
   route_not_found: 'No such route (check the method and the path)',
   payload_too_large: 'The body is larger than 1 MiB',

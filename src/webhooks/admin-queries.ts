@@ -12,6 +12,27 @@ export interface Keyset {
   id: string;
 }
 
+/** The filters the newest-first admin lists share: merchant, a created-at window and the cursor. */
+interface NewestFirst {
+  merchant_id?: string;
+  from?: Date;
+  to?: Date;
+  before?: Keyset;
+}
+
+/**
+ * Each filter is a fragment only when given, so the planner sees plain predicates; the cursor's
+ * (created_at, id) is the lists' order, newest first.
+ */
+function newestFirst(db: Queryable, table: string, f: NewestFirst) {
+  const created = db(`${table}.created_at`);
+  return db`
+    ${f.merchant_id ? db`AND ${db(`${table}.merchant_id`)} = ${f.merchant_id}::uuid` : db``}
+    ${f.from ? db`AND ${created} >= ${f.from}::timestamptz` : db``}
+    ${f.to ? db`AND ${created} < ${f.to}::timestamptz` : db``}
+    ${f.before ? db`AND (${created}, ${db(`${table}.id`)}) < (${f.before.sort_at}::text::timestamptz, ${f.before.id}::uuid)` : db``}`;
+}
+
 /** A delivery without its payload (lists never carry bodies), with what a person needs to read it. */
 export type DeliverySummary = Omit<DeliveryRow, 'payload'> & { endpoint_url: string; merchant_name: string; sort_at: string };
 
@@ -21,18 +42,14 @@ const summaryColumns = (db: Queryable) => db`
   d.replay_of, d.created_at, d.updated_at, e.url AS endpoint_url, m.name AS merchant_name,
   to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS sort_at`;
 
-export interface DeliveryFilter {
-  merchant_id?: string;
+export interface DeliveryFilter extends NewestFirst {
   endpoint_id?: string;
   status?: DeliveryStatus;
   event_type?: string;
-  from?: Date;
-  to?: Date;
-  before?: Keyset;
   limit: number;
 }
 
-/** Newest first. Each filter is a fragment only when given, so the planner sees plain predicates. */
+/** Newest first. */
 export async function findDeliveries(db: Queryable, f: DeliveryFilter): Promise<DeliverySummary[]> {
   return db<DeliverySummary[]>`
     SELECT ${summaryColumns(db)}
@@ -40,13 +57,10 @@ export async function findDeliveries(db: Queryable, f: DeliveryFilter): Promise<
       JOIN webhook_endpoints e ON e.id = d.endpoint_id
       JOIN merchants m ON m.id = d.merchant_id
      WHERE true
-       ${f.merchant_id ? db`AND d.merchant_id = ${f.merchant_id}::uuid` : db``}
+       ${newestFirst(db, 'd', f)}
        ${f.endpoint_id ? db`AND d.endpoint_id = ${f.endpoint_id}::uuid` : db``}
        ${f.status ? db`AND d.status = ${f.status}::text` : db``}
        ${f.event_type ? db`AND d.event_type = ${f.event_type}::text` : db``}
-       ${f.from ? db`AND d.created_at >= ${f.from}::timestamptz` : db``}
-       ${f.to ? db`AND d.created_at < ${f.to}::timestamptz` : db``}
-       ${f.before ? db`AND (d.created_at, d.id) < (${f.before.sort_at}::text::timestamptz, ${f.before.id}::uuid)` : db``}
      ORDER BY d.created_at DESC, d.id DESC
      LIMIT ${f.limit}::int`;
 }
@@ -153,12 +167,8 @@ export interface EventSummary {
   sort_at: string;
 }
 
-export interface EventFilter {
-  merchant_id?: string;
+export interface EventFilter extends NewestFirst {
   type?: string;
-  from?: Date;
-  to?: Date;
-  before?: Keyset;
   limit: number;
 }
 
@@ -169,11 +179,8 @@ export async function findEvents(db: Queryable, f: EventFilter): Promise<EventSu
       FROM events ev
       JOIN merchants m ON m.id = ev.merchant_id
      WHERE true
-       ${f.merchant_id ? db`AND ev.merchant_id = ${f.merchant_id}::uuid` : db``}
+       ${newestFirst(db, 'ev', f)}
        ${f.type ? db`AND ev.type = ${f.type}::text` : db``}
-       ${f.from ? db`AND ev.created_at >= ${f.from}::timestamptz` : db``}
-       ${f.to ? db`AND ev.created_at < ${f.to}::timestamptz` : db``}
-       ${f.before ? db`AND (ev.created_at, ev.id) < (${f.before.sort_at}::text::timestamptz, ${f.before.id}::uuid)` : db``}
      ORDER BY ev.created_at DESC, ev.id DESC
      LIMIT ${f.limit}::int`;
 }

@@ -11,7 +11,7 @@ import * as aq from './admin-queries.js';
 export const REPLAY_FAILED_MAX = 1000;
 
 export function deliveryNotFound(id: string): AppError {
-  return AppError.validation([{ path: 'delivery_id', message: 'no such delivery' }], 404, `No webhook delivery ${id}.`);
+  return new AppError('webhook_delivery_not_found', `No webhook delivery ${id}.`);
 }
 
 function endpointNotFound(id: string): AppError {
