@@ -4,7 +4,7 @@ import * as service from './service.js';
 
 // The spec: a malformed id on webhook routes is 422, where other resources answer 400.
 const malformedIdStatus = 422;
-const endpointExample = { url: 'https://erp.example.cl/webhooks/invoicing', description: 'ERP', events: ['invoice.paid', 'invoice.cancelled'] };
+const endpointExample = { url: 'https://example.com/webhooks/invoicing', description: 'ERP', events: ['invoice.paid', 'invoice.cancelled'] };
 
 export const webhookRoutes = [
   defineRoute({
