@@ -30,6 +30,7 @@ import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { runHttp, runLoops, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot, type CpuSnapshot } from './cpu.js';
+import { ITEMS } from './ceiling.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -39,11 +40,6 @@ const SECTIONS = new Set((process.env.PROFILE_SECTIONS ?? '1,2,3').split(',').ma
 const log = (msg: string) => process.stderr.write(`[profile] ${msg}\n`);
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
-const ITEMS = [
-  { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
-  { description: 'Soporte mensual', quantity: 1, unit_price: 12000 },
-  { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
-];
 const BODY = { client: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76.086.428-5' }, due_date: '2030-12-31', items: ITEMS };
 
 function row(label: string, m: Measurement, extra: string): void {

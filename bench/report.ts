@@ -41,7 +41,7 @@ export function loadAverage(): string {
 
 export interface Row {
   scenario: string;
-  side: 'API' | 'ceiling';
+  side: 'API' | 'ceiling' | 'HTTP floor';
   m: Measurement;
   rssKb?: number;
   /** CPU used by everything but this run while it was measured, in CPUs (1 = one core kept busy). */
@@ -53,13 +53,16 @@ export interface Ratio {
   api: number;
   ceiling: number;
   ratio: number;
+  /** The HTTP floor's req/s: the same database work behind a bare Fastify route. */
+  floor: number;
   pass: boolean;
 }
 
-export function ratioOf(name: string, api: Measurement, ceiling: Measurement): Ratio {
-  const ratio = ceiling.rps > 0 ? api.rps / ceiling.rps : 0;
+export function ratioOf(name: string, m: { api: Measurement; ceiling: Measurement; floor: Measurement }): Ratio {
+  const of = (x: Measurement) => (m.ceiling.rps > 0 ? x.rps / m.ceiling.rps : 0);
+  const ratio = of(m.api);
   // A run with failed requests does not count as a pass, whatever its speed.
-  return { name, api: api.rps, ceiling: ceiling.rps, ratio, pass: ratio >= TARGET_RATIO && api.failed + api.errors === 0 };
+  return { name, api: m.api.rps, ceiling: m.ceiling.rps, ratio, floor: m.floor.rps, pass: ratio >= TARGET_RATIO && m.api.failed + m.api.errors === 0 };
 }
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : '–');
@@ -82,7 +85,8 @@ export function ratioLines(ratios: Ratio[]): string {
   return ratios
     .map(
       (r) =>
-        `- **${r.name}**: ${fmt(r.api, 0)} / ${fmt(r.ceiling, 0)} = **${r.ratio.toFixed(3)}** → ${r.pass ? 'PASS' : 'FAIL'} (target ≥ ${TARGET_RATIO})`,
+        `- **${r.name}**: ${fmt(r.api, 0)} / ${fmt(r.ceiling, 0)} = **${r.ratio.toFixed(3)}** → ${r.pass ? 'PASS' : 'FAIL'} (target ≥ ${TARGET_RATIO}); ` +
+        `HTTP floor ${fmt(r.floor, 0)} / ${fmt(r.ceiling, 0)} = ${(r.ceiling > 0 ? r.floor / r.ceiling : 0).toFixed(3)}, API / floor = ${(r.floor > 0 ? r.api / r.floor : 0).toFixed(3)}`,
     )
     .join('\n');
 }
@@ -136,6 +140,12 @@ ratio = API req/s ÷ ceiling req/s; the target is ≥ ${TARGET_RATIO}.
   one transaction running \`insertInvoice\`: the invoice row and its 3 items in one statement, as
   the API inserts them (BEGIN, that statement, COMMIT). Runs up to 2026-11-23T05:25Z inserted the
   items with a second statement, so their POST ceiling had one round trip more.
+
+Since 2026-11-24T02:50Z each scenario also measures an **HTTP floor**: a bare Fastify process
+(bench/floor-server.ts, \`node --import tsx\`) whose route runs only the ceiling's database work
+(bench/ceiling.ts) and answers with it, with no key, rate limit, validation, idempotency, event
+or resource shaping. floor ÷ ceiling is the most any API on Fastify and postgres.js reaches on
+the machine; API ÷ floor is what the API's own work costs.
 
 Latencies are per request in milliseconds, measured by the client (autocannon's response
 events / the loop's own clock). "Other work" is the CPU that processes outside the run (not the

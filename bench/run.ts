@@ -1,6 +1,8 @@
 /**
  * `npm run bench`: the external API through the real web process versus the database work it
- * stands on, at the same concurrency, in one run on one machine. See bench/RESULTS.md.
+ * stands on (the ceiling, bench/ceiling.ts), at the same concurrency, in one run on one machine,
+ * and that same work behind a bare Fastify route (the HTTP floor, bench/floor-server.ts): the most
+ * any API on this stack reaches here. See bench/RESULTS.md.
  *
  * Environment: DATABASE_URL (a local server; a fresh database is created on it and dropped at the
  * end; without it the embedded server of .data/bench is used), DATABASE_POOL_SIZE (default 10,
@@ -10,12 +12,11 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSql, type Sql } from '../src/db/client.js';
-import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
-import { newId, randomToken } from '../src/ids.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
-import { runHttp, runLoops, type Measurement } from './load.js';
+import { createInvoice, ITEMS, readInvoice, type CeilingTarget } from './ceiling.js';
+import { runHttp, runLoops, type HttpLoad, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Row } from './report.js';
 import { recordRun, RESULTS_FILE } from './results.js';
@@ -41,12 +42,6 @@ const STRICT = process.argv.includes('--strict');
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
 const { teardown, cleanup } = cleanupRegistry(log, TIME_BUDGET_MS);
-
-const ITEMS = [
-  { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
-  { description: 'Soporte mensual', quantity: 1, unit_price: 12000 },
-  { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
-];
 
 function invoiceBody(): string {
   return JSON.stringify({
@@ -107,131 +102,82 @@ async function main(): Promise<number> {
   if (created.status !== 201 || !createdBody.invoice_id || !createdBody.client_id) {
     throw new Error(`seeding the invoice failed: ${created.status} ${JSON.stringify(createdBody)}\n${web.output()}`);
   }
-  const invoiceId = createdBody.invoice_id;
   // The ceiling is handed the client the API looks up by e-mail.
-  const client = {
-    id: createdBody.client_id,
-    name: 'Comercial Andes SpA',
-    email: 'pagos@andes.cl',
-    rut: '76086428-5',
-    phone: null,
-    address: null,
+  const target: CeilingTarget = {
+    merchantId: seed.merchantId,
+    invoiceId: createdBody.invoice_id,
+    client: { id: createdBody.client_id, name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76086428-5', phone: null, address: null },
   };
-  const probe = await fetch(`${web.baseUrl}${API_PREFIX}/invoices/${invoiceId}`, { headers: { 'x-api-key': seed.apiKey } });
+  const probe = await fetch(`${web.baseUrl}${API_PREFIX}/invoices/${target.invoiceId}`, { headers: { 'x-api-key': seed.apiKey } });
   const probeBody = (await probe.json()) as { items?: unknown[] };
   if (probe.status !== 200 || probeBody.items?.length !== 3) {
     throw new Error(`reading the seeded invoice failed: ${probe.status} ${JSON.stringify(probeBody)}`);
   }
-  if (!(await getInvoice(sql, seed.merchantId, invoiceId))) throw new Error('ceiling read found no invoice');
+  await readInvoice(sql, target);
+
+  const floor: WebProcess = await startWebProcess({
+    cwd: ROOT,
+    databaseUrl: db.url,
+    poolSize: POOL,
+    script: 'bench/floor-server.ts',
+    nodeArgs: ['--import', 'tsx'],
+    env: { CEILING_TARGET: JSON.stringify(target) },
+  });
+  teardown(() => floor.stop());
 
   const rows: Row[] = [];
-  const phase = async (label: string, fn: () => Promise<Measurement>, warm: () => Promise<Measurement>) => {
+  const phase = async (label: string, pid: number | undefined, fn: () => Promise<Measurement>, warm: () => Promise<Measurement>) => {
     log(`${label}: warm-up ${WARMUP} s`);
     await warm();
     web.markRss();
     log(`${label}: measuring ${DURATION} s`);
-    const before = cpuSnapshot(db.name, web.pid);
+    const before = cpuSnapshot(db.name, pid);
     const m = await fn();
-    const cpu = cpuBetween(before, cpuSnapshot(db.name, web.pid));
+    const cpu = cpuBetween(before, cpuSnapshot(db.name, pid));
     const otherCpus = cpu.others / cpu.seconds;
     log(`${label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50.toFixed(2)} ms, p99 ${m.p99.toFixed(2)} ms, ${m.failed + m.errors} failed; other work ${otherCpus.toFixed(2)} CPUs`);
     return { m, otherCpus };
   };
+  const http = (base: string, method: 'GET' | 'POST', path: string, more: Partial<HttpLoad> = {}) => (seconds: number) =>
+    runHttp({ url: base, method, path, headers: { 'x-api-key': seed.apiKey }, connections: CONNECTIONS, seconds, ...more });
+  const loops = (op: () => Promise<unknown>) => (seconds: number) => runLoops(op, CONNECTIONS, seconds);
+  /** The API, the ceiling and the floor of one scenario, in that order. */
+  const scenario = async (name: string, api: (s: number) => Promise<Measurement>, ceiling: (s: number) => Promise<Measurement>, bare: (s: number) => Promise<Measurement>) => {
+    const a = await phase(`${name} API`, web.pid, () => api(DURATION), () => api(WARMUP));
+    rows.push({ scenario: name, side: 'API', m: a.m, rssKb: web.peakKb(), otherCpus: a.otherCpus });
+    const c = await phase(`${name} ceiling`, undefined, () => ceiling(DURATION), () => ceiling(WARMUP));
+    rows.push({ scenario: name, side: 'ceiling', m: c.m, otherCpus: c.otherCpus });
+    const f = await phase(`${name} HTTP floor`, floor.pid, () => bare(DURATION), () => bare(WARMUP));
+    rows.push({ scenario: name, side: 'HTTP floor', m: f.m, otherCpus: f.otherCpus });
+    return { api: a.m, ceiling: c.m, floor: f.m };
+  };
 
   // A. GET one invoice.
-  const getLoad = (seconds: number) =>
-    runHttp({
-      url: web.baseUrl,
-      method: 'GET',
-      path: `${API_PREFIX}/invoices/${invoiceId}`,
-      headers: { 'x-api-key': seed.apiKey },
-      connections: CONNECTIONS,
-      seconds,
-    });
-  const { m: getApi, otherCpus: getApiOthers } = await phase('GET API', () => getLoad(DURATION), () => getLoad(WARMUP));
-  rows.push({ scenario: 'GET /invoices/{id}', side: 'API', m: getApi, rssKb: web.peakKb(), otherCpus: getApiOthers });
-
-  const readOnce = async () => {
-    if (!(await getInvoice(sql, seed.merchantId, invoiceId))) throw new Error('invoice not found');
-  };
-  const { m: getCeiling, otherCpus: getCeilingOthers } = await phase(
-    'GET ceiling',
-    () => runLoops(readOnce, CONNECTIONS, DURATION),
-    () => runLoops(readOnce, CONNECTIONS, WARMUP),
+  const get = await scenario(
+    'GET /invoices/{id}',
+    http(web.baseUrl, 'GET', `${API_PREFIX}/invoices/${target.invoiceId}`),
+    loops(() => readInvoice(sql, target)),
+    http(floor.baseUrl, 'GET', '/invoice'),
   );
-  rows.push({ scenario: 'GET /invoices/{id}', side: 'ceiling', m: getCeiling, otherCpus: getCeilingOthers });
 
   // B. POST one invoice with 3 items, a fresh Idempotency-Key each time.
   let counter = 0;
   const runTag = db.name.slice(-8);
-  const postLoad = (seconds: number) =>
-    runHttp({
-      url: web.baseUrl,
-      method: 'POST',
-      path: `${API_PREFIX}/invoices`,
+  const post = await scenario(
+    'POST /invoices (3 items)',
+    http(web.baseUrl, 'POST', `${API_PREFIX}/invoices`, {
       headers,
       body: invoiceBody(),
       vary: () => ({ headers: { 'idempotency-key': `bench-${runTag}-${++counter}` } }),
-      connections: CONNECTIONS,
-      seconds,
-    });
-  const { m: postApi, otherCpus: postApiOthers } = await phase('POST API', () => postLoad(DURATION), () => postLoad(WARMUP));
-  rows.push({ scenario: 'POST /invoices (3 items)', side: 'API', m: postApi, rssKb: web.peakKb(), otherCpus: postApiOthers });
-
-  const createOnce = () =>
-    sql.begin(async (tx) => {
-      const id = newId();
-      const now = new Date();
-      await insertInvoice(
-        tx,
-        {
-          id,
-          merchant_id: seed.merchantId,
-          external_reference: null,
-          status: 'draft',
-          currency: 'CLP',
-          exchange_rate: null,
-          base_currency: null,
-          issue_date: '2026-01-15',
-          due_date: '2030-12-31',
-          is_tax_exempt: false,
-          tax_inclusive: false,
-          tax_rate: '19.00',
-          subtotal: '29500',
-          tax_total: '5605',
-          total: '35105',
-          public_token: randomToken(),
-          locale: 'es',
-          created_at: now,
-        },
-        client,
-        ITEMS.map((it, i) => ({
-          id: newId(),
-          position: i,
-          product_id: null,
-          description: it.description,
-          quantity: String(it.quantity),
-          unit_price: String(it.unit_price),
-          line_total: String(it.quantity * it.unit_price),
-        })),
-      );
-    });
-  const { m: postCeiling, otherCpus: postCeilingOthers } = await phase(
-    'POST ceiling',
-    () => runLoops(createOnce, CONNECTIONS, DURATION),
-    () => runLoops(createOnce, CONNECTIONS, WARMUP),
+    }),
+    loops(() => createInvoice(sql, target)),
+    http(floor.baseUrl, 'POST', '/invoices', { headers: { 'content-type': 'application/json' }, body: invoiceBody() }),
   );
-  rows.push({ scenario: 'POST /invoices (3 items)', side: 'ceiling', m: postCeiling, otherCpus: postCeilingOthers });
 
   const hwmKb = web.hwmKb();
   machine.loadAfter = loadAverage();
-  const ratios = [ratioOf('GET ratio', getApi, getCeiling), ratioOf('POST ratio', postApi, postCeiling)];
-  const notes = [
-    describeFailures('GET API', getApi),
-    describeFailures('GET ceiling', getCeiling),
-    describeFailures('POST API', postApi),
-    describeFailures('POST ceiling', postCeiling),
-  ].filter((n): n is string => n !== null);
+  const ratios = [ratioOf('GET ratio', get), ratioOf('POST ratio', post)];
+  const notes = rows.map((r) => describeFailures(`${r.scenario} ${r.side}`, r.m)).filter((n): n is string => n !== null);
 
   const settings = `${CONNECTIONS} connections / concurrent loops, ${DURATION} s measured after ${WARMUP} s warm-up, DATABASE_POOL_SIZE=${POOL} on both sides, web process NODE_ENV=production LOG_LEVEL=warn, database: ${db.source}`;
   const report = renderRun({ date: new Date(), command: commandLine(), machine, settings, rows, ratios, hwmKb, notes });

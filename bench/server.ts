@@ -49,12 +49,14 @@ export async function startWebProcess(opts: {
   readyTimeoutMs?: number;
   /** Extra node flags, e.g. --cpu-prof (bench/profile.ts). */
   nodeArgs?: string[];
+  /** Another server to run in its place, answering /readyz too (bench/floor-server.ts). */
+  script?: string;
   env?: Record<string, string>;
 }): Promise<WebProcess> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   buildOnce(opts.cwd);
-  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), 'dist/src/server.js'], {
+  const child: ChildProcess = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.script ?? 'dist/src/server.js'], {
     cwd: opts.cwd,
     env: {
       ...process.env,
