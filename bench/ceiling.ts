@@ -1,6 +1,8 @@
 import type { Sql } from '../src/db/client.js';
 import { getInvoice, insertInvoice, type ClientSnapshot } from '../src/invoices/queries.js';
 import { newId, randomToken } from '../src/ids.js';
+import { itemRows } from '../src/invoices/service.js';
+import { Decimal } from '../src/money.js';
 
 /**
  * The database work under the two requests `npm run bench` measures, straight through
@@ -13,6 +15,8 @@ export const ITEMS = [
   { description: 'Soporte mensual', quantity: 1, unit_price: 12000 },
   { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
 ];
+
+const LINE_TOTALS = ITEMS.map((it) => new Decimal(it.quantity).times(it.unit_price));
 
 export interface CeilingTarget {
   merchantId: string;
@@ -56,15 +60,7 @@ export async function createInvoice(sql: Sql, t: CeilingTarget): Promise<string>
         created_at: new Date(),
       },
       t.client,
-      ITEMS.map((it, i) => ({
-        id: newId(),
-        position: i,
-        product_id: null,
-        description: it.description,
-        quantity: String(it.quantity),
-        unit_price: String(it.unit_price),
-        line_total: String(it.quantity * it.unit_price),
-      })),
+      itemRows(ITEMS, LINE_TOTALS),
     ),
   );
   return id;

@@ -6,7 +6,7 @@ import { clock, dateInZone } from '../clock.js';
 import { newId, randomToken } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
-import { computeTotals, formatAmount, formatUnitPrice, formatExchangeRate, formatQuantity, formatRate, isCurrency } from '../money.js';
+import { computeTotals, type Decimal, formatAmount, formatUnitPrice, formatExchangeRate, formatQuantity, formatRate, isCurrency } from '../money.js';
 import { findOrCreateClient } from '../clients/service.js';
 import { emitEvent, subscriptionCheck } from '../events/emit.js';
 import { exchangeRate } from '../rates/service.js';
@@ -115,6 +115,19 @@ function notFound(id: string): AppError {
 }
 
 /** Creates a draft (and sends it when asked) inside the caller's transaction. */
+/** The rows of an invoice's lines, in their order, each with its computed total. */
+export function itemRows(items: CreateInvoiceInput['items'], lineTotals: Decimal[]): q.NewInvoiceItem[] {
+  return items.map((it, i) => ({
+    id: newId(),
+    position: i,
+    product_id: null,
+    description: it.description,
+    quantity: String(it.quantity),
+    unit_price: String(it.unit_price),
+    line_total: lineTotals[i]!.toFixed(),
+  }));
+}
+
 export async function createInvoice(db: Queryable, merchant: MerchantSettings, input: CreateInvoiceInput, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const currency = (input.currency ?? merchant.base_currency).toUpperCase();
   if (!isCurrency(currency)) {
@@ -159,15 +172,7 @@ export async function createInvoice(db: Queryable, merchant: MerchantSettings, i
     locale: input.locale ?? merchant.default_locale,
     created_at: now,
   };
-  const items = input.items.map((it, i) => ({
-    id: newId(),
-    position: i,
-    product_id: null,
-    description: it.description,
-    quantity: String(it.quantity),
-    unit_price: String(it.unit_price),
-    line_total: totals.lineTotals[i]!.toFixed(),
-  }));
+  const items = itemRows(input.items, totals.lineTotals);
   const subscribed = subscriptionCheck(db, merchant.id, 'invoice.created');
   // The client is usually known already: the insert takes it by e-mail in the same statement.
   const row =
