@@ -114,7 +114,6 @@ function notFound(id: string): AppError {
   return new AppError('invoice_not_found', `No invoice ${id}.`);
 }
 
-/** Creates a draft (and sends it when asked) inside the caller's transaction. */
 /** The rows of an invoice's lines, in their order, each with its computed total. */
 export function itemRows(items: CreateInvoiceInput['items'], lineTotals: Decimal[]): q.NewInvoiceItem[] {
   return items.map((it, i) => ({
@@ -128,6 +127,7 @@ export function itemRows(items: CreateInvoiceInput['items'], lineTotals: Decimal
   }));
 }
 
+/** Creates a draft (and sends it when asked) inside the caller's transaction. */
 export async function createInvoice(db: Queryable, merchant: MerchantSettings, input: CreateInvoiceInput, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const currency = (input.currency ?? merchant.base_currency).toUpperCase();
   if (!isCurrency(currency)) {
