@@ -1,14 +1,13 @@
-import type { Sql } from '../src/db/client.js';
+/**
+ * The database work under the two requests `npm run bench` measures, straight through
+ * postgres.js: the ceiling the API is compared with, the whole of what the HTTP floor
+ * (bench/floor-server.ts) does behind its routes, and bench/profile.ts's baseline.
+ */
+import type { Queryable, Sql } from '../src/db/client.js';
 import { getInvoice, insertInvoice, type ClientSnapshot } from '../src/invoices/queries.js';
 import { newId, randomToken } from '../src/ids.js';
 import { itemRows } from '../src/invoices/service.js';
-import { Decimal } from '../src/money.js';
-
-/**
- * The database work under the two requests `npm run bench` measures, straight through
- * postgres.js: the ceiling the API is compared with, and the whole of what the HTTP floor
- * (bench/floor-server.ts) does behind its routes.
- */
+import { computeTotals } from '../src/money.js';
 
 export const ITEMS = [
   { description: 'Consultoría noviembre', quantity: 2, unit_price: 5000 },
@@ -16,7 +15,7 @@ export const ITEMS = [
   { description: 'Horas adicionales', quantity: 3, unit_price: 2500 },
 ];
 
-const LINE_TOTALS = ITEMS.map((it) => new Decimal(it.quantity).times(it.unit_price));
+const TOTALS = computeTotals(ITEMS, { currency: 'CLP', taxRate: '19', taxInclusive: false, taxExempt: false });
 
 export interface CeilingTarget {
   merchantId: string;
@@ -27,41 +26,44 @@ export interface CeilingTarget {
 }
 
 /** The single statement GET /invoices/{id} runs: the invoice and the json_agg of its items. */
-export async function readInvoice(sql: Sql, t: CeilingTarget) {
-  const row = await getInvoice(sql, t.merchantId, t.invoiceId);
+export async function readInvoice(db: Queryable, t: CeilingTarget) {
+  const row = await getInvoice(db, t.merchantId, t.invoiceId);
   if (!row) throw new Error('invoice not found');
   return row;
 }
 
-/** A minimal durable create: one transaction inserting the invoice and its 3 items, as the API inserts them. */
-export async function createInvoice(sql: Sql, t: CeilingTarget): Promise<string> {
+/** The draft and its 3 items in the one statement the API inserts them with. */
+export async function insertDraft(db: Queryable, t: CeilingTarget): Promise<string> {
   const id = newId();
-  await sql.begin((tx) =>
-    insertInvoice(
-      tx,
-      {
-        id,
-        merchant_id: t.merchantId,
-        external_reference: null,
-        status: 'draft',
-        currency: 'CLP',
-        exchange_rate: null,
-        base_currency: null,
-        issue_date: '2026-01-15',
-        due_date: '2030-12-31',
-        is_tax_exempt: false,
-        tax_inclusive: false,
-        tax_rate: '19.00',
-        subtotal: '29500',
-        tax_total: '5605',
-        total: '35105',
-        public_token: randomToken(),
-        locale: 'es',
-        created_at: new Date(),
-      },
-      t.client,
-      itemRows(ITEMS, LINE_TOTALS),
-    ),
+  await insertInvoice(
+    db,
+    {
+      id,
+      merchant_id: t.merchantId,
+      external_reference: null,
+      status: 'draft',
+      currency: 'CLP',
+      exchange_rate: null,
+      base_currency: null,
+      issue_date: '2026-01-15',
+      due_date: '2030-12-31',
+      is_tax_exempt: false,
+      tax_inclusive: false,
+      tax_rate: TOTALS.taxRate.toFixed(2),
+      subtotal: TOTALS.subtotal.toFixed(),
+      tax_total: TOTALS.taxTotal.toFixed(),
+      total: TOTALS.total.toFixed(),
+      public_token: randomToken(),
+      locale: 'es',
+      created_at: new Date(),
+    },
+    t.client,
+    itemRows(ITEMS, TOTALS.lineTotals),
   );
   return id;
+}
+
+/** A minimal durable create: BEGIN, insertDraft, COMMIT. */
+export function createDraft(sql: Sql, t: CeilingTarget): Promise<string> {
+  return sql.begin((tx) => insertDraft(tx, t)) as Promise<string>;
 }

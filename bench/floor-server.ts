@@ -9,7 +9,7 @@
  */
 import Fastify from 'fastify';
 import { createSql } from '../src/db/client.js';
-import { createInvoice, readInvoice, type CeilingTarget } from './ceiling.js';
+import { createDraft, readInvoice, type CeilingTarget } from './ceiling.js';
 
 const sql = createSql(process.env.DATABASE_URL!, { max: Number(process.env.DATABASE_POOL_SIZE), application: 'invoicing-bench-floor' });
 const target = JSON.parse(process.env.CEILING_TARGET!) as CeilingTarget;
@@ -18,7 +18,7 @@ const app = Fastify({ logger: false });
 app.get('/readyz', async () => ({ status: 'ready' }));
 app.get('/invoice', async (_request, reply) => reply.type('application/json').send(JSON.stringify(await readInvoice(sql, target))));
 // The body is parsed, as any API must, and not used: the ceiling's invoice is fixed.
-app.post('/invoices', async (_request, reply) => reply.code(201).send({ id: await createInvoice(sql, target) }));
+app.post('/invoices', async (_request, reply) => reply.code(201).send({ id: await createDraft(sql, target) }));
 
 process.once('SIGTERM', () => void app.close().then(() => sql.end({ timeout: 5 })).then(() => process.exit(0)));
 await app.listen({ port: Number(process.env.PORT), host: process.env.HOST });

@@ -17,20 +17,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { createSql, type Queryable, type Sql } from '../src/db/client.js';
-import { getInvoice, insertInvoice } from '../src/invoices/queries.js';
+import { createSql, type Sql } from '../src/db/client.js';
 import { emitEvent } from '../src/events/emit.js';
 import * as invoiceService from '../src/invoices/service.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import { ApiKeyStore } from '../src/http/auth.js';
 import { lookupKey, requestHash, storeAnswer } from '../src/http/idempotency.js';
-import { newId, randomToken } from '../src/ids.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { runHttp, runLoops, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot, type CpuSnapshot } from './cpu.js';
-import { ITEMS } from './ceiling.js';
+import { createDraft, insertDraft, ITEMS, readInvoice, type CeilingTarget } from './ceiling.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 5);
@@ -164,33 +162,20 @@ async function main(): Promise<void> {
         row(`${label} [${perOp} statements]`, m, cpuCost(a, cpuSnapshot(db.name), m.ok));
         return m;
       };
-      const readInvoice = (s: Sql) => getInvoice(s, seed.merchantId, invoiceId);
-      await loops('G0 getInvoice (= GET ceiling)', readInvoice);
+      const target: CeilingTarget = { merchantId: seed.merchantId, invoiceId, client };
+      await loops('G0 getInvoice (= GET ceiling)', (s) => readInvoice(s, target));
       await loops('G1 SELECT 1 → getInvoice (the price of one more round trip)', async (s) => {
         await s`SELECT 1`;
-        await readInvoice(s);
+        await readInvoice(s, target);
       });
 
-      await loops('G2 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) => {
-        const inv = await readInvoice(s);
-        return JSON.stringify(invoiceService.invoiceResource(inv!, deps.urls));
-      });
+      await loops('G2 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) =>
+        JSON.stringify(invoiceService.invoiceResource(await readInvoice(s, target), deps.urls)),
+      );
 
-      const insertOnly = (tx: Queryable) =>
-          insertInvoice(
-            tx,
-            {
-              id: newId(), merchant_id: seed.merchantId, external_reference: null, status: 'draft', currency: 'CLP',
-              exchange_rate: null, base_currency: null, issue_date: '2026-01-15', due_date: '2030-12-31', is_tax_exempt: false, tax_inclusive: false,
-              tax_rate: '19.00', subtotal: '29500', tax_total: '5605', total: '35105', public_token: randomToken(), locale: 'es', created_at: new Date(),
-            },
-            client,
-            ITEMS.map((it, i) => ({ id: newId(), position: i, product_id: null, description: it.description, quantity: String(it.quantity), unit_price: String(it.unit_price), line_total: String(it.quantity * it.unit_price) })),
-          );
-      const ceilingTx = (s: Sql) => s.begin((tx) => insertOnly(tx));
       const route = `POST ${API_PREFIX}/invoices`;
       const hash = requestHash(BODY);
-      await loops('P0 BEGIN; insertInvoice; COMMIT (= POST ceiling)', ceilingTx);
+      await loops('P0 BEGIN; insertInvoice; COMMIT (= POST ceiling)', (s) => createDraft(s, target));
       await loops("P1 the API's POST database work: tx{lookupKey, client, invoice+items, event, storeAnswer}", (s) =>
         s.begin(async (tx) => {
           const key = `prof-${++keyN}`;
@@ -202,7 +187,7 @@ async function main(): Promise<void> {
       await loops('P2 createInvoice alone in a transaction (no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
       await loops('P3 BEGIN; insertInvoice; INSERT events (small payload); COMMIT', (s) =>
         s.begin(async (tx) => {
-          await insertOnly(tx);
+          await insertDraft(tx, target);
           await emitEvent(tx, deps.boss, seed.merchantId, 'invoice.created', { object: {} });
         }),
       );

@@ -15,7 +15,7 @@ import { createSql, type Sql } from '../src/db/client.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
-import { createInvoice, ITEMS, readInvoice, type CeilingTarget } from './ceiling.js';
+import { createDraft, ITEMS, readInvoice, type CeilingTarget } from './ceiling.js';
 import { runHttp, runLoops, type HttpLoad, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Row } from './report.js';
@@ -170,7 +170,7 @@ async function main(): Promise<number> {
       body: invoiceBody(),
       vary: () => ({ headers: { 'idempotency-key': `bench-${runTag}-${++counter}` } }),
     }),
-    loops(() => createInvoice(sql, target)),
+    loops(() => createDraft(sql, target)),
     http(floor.baseUrl, 'POST', '/invoices', { headers: { 'content-type': 'application/json' }, body: invoiceBody() }),
   );
 
