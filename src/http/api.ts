@@ -120,8 +120,8 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
   const input = { params, query, body, auth, ctx };
 
-  if (def.method === 'GET') {
-    const result = await def.handler({ ...input, db: ctx.sql });
+  if (def.method === 'GET' || def.ownTransactions) {
+    const result = await def.handler({ ...input, db: ctx.sql, prepared: def.prepare ? await def.prepare(input) : undefined });
     if (Buffer.isBuffer(result.body)) {
       return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
     }
@@ -131,7 +131,8 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const idemHeader = request.headers['idempotency-key'];
   const idemKey = def.idempotent ? (Array.isArray(idemHeader) ? idemHeader[0] : idemHeader) : undefined;
   if (idemKey === undefined) {
-    const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx }));
+    const prepared = def.prepare ? await def.prepare(input) : undefined;
+    const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx, prepared }));
     return send(reply, result.status, serialize(result), result.headers);
   }
 
@@ -142,12 +143,20 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   // The route pattern with its parsed ids, so `/invoices/` and `/invoices` are one scope.
   const route = `${def.method} ${def.path.replace(/:(\w+)/g, (_, name: string) => String((params as Record<string, unknown>)[name]))}`;
   const hash = requestHash(request.body);
+  let prepared: unknown;
+  if (def.prepare) {
+    // A key already answered (or running) is answered without calling out again; the lookup
+    // inside the transaction below still decides a race between two new requests.
+    const early = await lookupKey(ctx.sql, merchantId, route, idemKey, hash);
+    if (early.kind !== 'new') return answerStored(reply, early);
+    prepared = await def.prepare(input);
+  }
   let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string };
   try {
     outcome = await pipelinedTransaction(ctx.sql, async (tx) => {
       const found = await lookupKey(tx, merchantId, route, idemKey, hash);
       if (found.kind !== 'new') return { found };
-      const result = await def.handler({ ...input, db: tx });
+      const result = await def.handler({ ...input, db: tx, prepared });
       const serialized = serialize(result);
       tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
       return { result, serialized };

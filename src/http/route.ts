@@ -12,14 +12,23 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-export interface HandlerInput<P, Q, B> {
+/** What a route knows of its request before any transaction begins. */
+export interface RequestInput<P, Q, B> {
   params: P;
   query: Q;
   body: B;
   auth: AuthContext;
   ctx: AppContext;
-  /** A transaction for routes that change data (method ≠ GET); the pool for reads. */
+}
+
+export interface HandlerInput<P, Q, B, R = undefined> extends RequestInput<P, Q, B> {
+  /**
+   * A transaction for routes that change data (method ≠ GET); the pool for reads and for
+   * routes with `ownTransactions`.
+   */
   db: Queryable;
+  /** What `prepare` returned, before the transaction began. */
+  prepared: R;
 }
 
 /**
@@ -30,6 +39,7 @@ export interface RouteDef<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
+  R = any,
 > {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Fastify-style path relative to the API base, e.g. `/invoices/:invoice_id`. */
@@ -46,15 +56,27 @@ export interface RouteDef<
   /** Status for a malformed path id: the spec says 400 on most resources, 422 on webhooks. */
   malformedIdStatus?: 400 | 422;
   idempotent?: boolean;
+  /**
+   * Outbound work (an exchange-rate provider, a payment gateway) done on the pool before the
+   * request's transaction begins, so that no connection or transaction waits on another
+   * service (decisions §10). It runs once the request is valid and, on an idempotent route, only
+   * for a key not answered yet. What it returns is the handler's `prepared`.
+   */
+  prepare?(input: RequestInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<R>;
+  /**
+   * The handler calls out itself (a test webhook delivery): it is given the pool, not a
+   * transaction, and commits its own short transactions around the call. Never idempotent.
+   */
+  ownTransactions?: true;
   response: { status: number; description: string; schema?: z.ZodType; contentType?: string };
   errors: ErrorCode[];
   /** For llms.txt's curl example. */
   example?: { body?: unknown; query?: string; params?: Record<string, string> };
-  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<RouteResult>;
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, R>): Promise<RouteResult>;
 }
 
-export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
-  def: RouteDef<P, Q, B>,
+export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, R = undefined>(
+  def: RouteDef<P, Q, B, R>,
 ): RouteDef {
   return def as unknown as RouteDef;
 }
