@@ -1,4 +1,4 @@
-import Fastify, { type ConnectionError, type FastifyInstance } from 'fastify';
+import Fastify, { type ConnectionError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -13,13 +13,24 @@ import { apiRoutes } from './routes.js';
 import { registerDocs } from './docs/routes.js';
 import { registerPublicPages } from './public/routes.js';
 import { registerCheckoutPages } from './public/checkout-page.js';
+import { registerHostedPageLimit } from './public/page-limit.js';
 import { registerAdmin } from './admin/routes.js';
+import { isApiPath, maskTokens } from './http/urls.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
+// Decisions §8: a body dripped a byte at a time must not hold a connection for minutes.
+export const REQUEST_TIMEOUT_MS = 30_000;
+// Node looks for expired requests only this often (30 s by default, so a 30 s limit could
+// fire at 60 s).
+const TIMEOUT_CHECK_MS = 1_000;
+// A year, the floor browsers' preload lists ask for.
+const HSTS = 'max-age=31536000; includeSubDomains';
 
 export interface BuildOptions {
   logger?: boolean;
+  /** Tests shorten the 30 s request timeout to watch it fire. */
+  requestTimeoutMs?: number;
   /** Where log lines go instead of stdout: tests read them to prove no secret is ever logged. */
   logStream?: Writable;
 }
@@ -34,14 +45,13 @@ export interface BuildOptions {
 function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   this.log.debug({ code: err.code }, 'malformed request refused');
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const message =
-    status === 431 ? 'The request line and headers exceed 16 KiB.' : status === 408 ? 'The request took too long to arrive.' : 'Malformed HTTP request.';
-  const refused = new AppError('validation_error', message, {
-    status,
-    retry: status === 408 ? 'safe' : 'never',
-    details: { errors: [{ path: status === 431 ? 'headers' : 'request', message }] },
-  });
+  const refused =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new AppError('request_timeout', `The request did not arrive within ${REQUEST_TIMEOUT_MS / 1000} s.`)
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? AppError.validation([{ path: 'headers', message: 'The request line and headers exceed 16 KiB.' }], 431, 'The request line and headers exceed 16 KiB.')
+        : AppError.validation([{ path: 'request', message: 'Malformed HTTP request.' }], 400, 'Malformed HTTP request.');
+  const status = refused.status;
   const requestId = randomUUID();
   const packet: unknown = err.rawPacket;
   const path = /^[A-Z]+ ([^?\s]*)/.exec(Buffer.isBuffer(packet) ? packet.toString('latin1', 0, 17 * 1024) : '')?.[1] ?? '';
@@ -49,10 +59,22 @@ function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
+}
+
+/**
+ * The request as a log line shows it: the hosted pages' tokens are bearer secrets (whoever has
+ * one sees the invoice or pays it), so `/i/{token}` and `/checkout/{token}` are logged masked.
+ */
+function requestLogLine(req: FastifyRequest) {
+  return { method: req.method, url: maskTokens(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
+
+function trustHops(hops: number): false | ((addr: string, i: number) => boolean) {
+  return hops === 0 ? false : (_addr, i) => i < hops;
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
@@ -73,10 +95,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
               ],
               censor: '[redacted]',
             },
+            serializers: { req: requestLogLine },
             ...(opts.logStream ? { stream: opts.logStream } : {}),
           },
     bodyLimit: ONE_MIB,
-    trustProxy: ctx.config.TRUST_PROXY,
+    requestTimeout: opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+    http: { connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, opts.requestTimeoutMs ?? TIMEOUT_CHECK_MS), headersTimeout: opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS },
+    // proxy-addr asks about the socket's peer (i = 0), then each X-Forwarded-For entry from the
+    // right: trusting exactly `hops` of them makes the next one the client. (A number here would
+    // trust no hop at all in this Fastify.)
+    trustProxy: trustHops(ctx.config.TRUST_PROXY),
     return503OnClosing: false,
     clientErrorHandler: clientError,
     requestIdHeader: false,
@@ -100,6 +128,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       reply.header('Connection', 'close');
       throw new AppError('service_unavailable', 'The server is restarting; retry shortly.');
     }
+  });
+  const https = ctx.config.publicBaseUrl.startsWith('https:');
+  app.addHook('onSend', async (request, reply, payload) => {
+    // The create and rotate answers carry secrets, and every answer is one merchant's data.
+    if (isApiPath(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    if (https && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('Strict-Transport-Security', HSTS);
+    return payload;
   });
   app.addHook('preClose', async () => {
     closing = true;
@@ -137,6 +172,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
 
   registerApi(app, ctx, apiRoutes);
+  registerHostedPageLimit(app);
   registerDocs(app, ctx, apiRoutes);
   registerPublicPages(app, ctx);
   registerCheckoutPages(app, ctx);

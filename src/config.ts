@@ -17,8 +17,16 @@ export const configSchema = z.object({
   DATA_DIR: z.string().default('./.data'),
   EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  TRUST_PROXY: bool.default(false),
+  // Decisions §9: the number of proxies in front of the web process (`true` is Heroku's one
+  // router); the client address is the X-Forwarded-For entry that many places from the right.
+  TRUST_PROXY: z
+    .union([bool, z.string().regex(/^\d+$/, 'must be true, false or a number of proxy hops').transform(Number)])
+    .transform((v) => (v === true ? 1 : v === false ? 0 : v))
+    .pipe(z.number().int().min(0).max(10))
+    .default(0),
   RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
+  // Decisions §8: requests of one key in flight at once in a web process; one more is a 429.
+  API_CONCURRENCY_PER_KEY: positiveInt.default(10),
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   EMAIL_FROM: z.string().default('Facturas <facturas@localhost>'),
   EXCHANGE_RATES_URL: z.url().optional(),

@@ -29,6 +29,7 @@ export const errorCatalogue = {
   payment_not_found: { status: 404, retry: 'never' },
   route_not_found: { status: 404, retry: 'never' },
   payload_too_large: { status: 413, retry: 'never' },
+  request_timeout: { status: 408, retry: 'safe' },
   service_unavailable: { status: 503, retry: 'safe' },
   internal_error: { status: 500, retry: 'safe' },
 } as const satisfies Record<string, { status: number; retry: string }>;

@@ -206,9 +206,16 @@ t.test('address allow list', async (t) => {
   // X-Forwarded-For is ignored unless TRUST_PROXY is set...
   const spoof = await h.api('GET', '/clients', { key: tenNet, headers: { 'x-forwarded-for': '10.1.2.3' } });
   assertError(t, spoof, 403, 'ip_not_allowed', 'X-Forwarded-For without TRUST_PROXY:');
-  // ...and with it, its first hop is the client.
+  // ...and with it (one hop: Heroku's router), the entry the router appended is the client.
   const proxied = await testApp(t, { TRUST_PROXY: 'true' }, { sql: h.sql, dbUrl: h.dbUrl });
-  t.equal((await proxied.api('GET', '/clients', { key: tenNet, headers: { 'x-forwarded-for': '10.1.2.3, 192.168.0.1' } })).status, 200, 'first hop 10.1.2.3 allowed');
+  t.equal((await proxied.api('GET', '/clients', { key: tenNet, headers: { 'x-forwarded-for': '192.168.0.1, 10.1.2.3' } })).status, 200, 'rightmost entry 10.1.2.3 allowed');
+  assertError(
+    t,
+    await proxied.api('GET', '/clients', { key: tenNet, headers: { 'x-forwarded-for': '10.1.2.3, 192.168.0.1' } }),
+    403,
+    'ip_not_allowed',
+    'a client-written leftmost entry is never trusted:',
+  );
   assertError(
     t,
     await proxied.api('GET', '/clients', { key: await mk(['127.0.0.1/32']), headers: { 'x-forwarded-for': '10.1.2.3' } }),

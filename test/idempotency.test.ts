@@ -1,5 +1,5 @@
 // Idempotency-Key (decisions §7 and §14) on POST /invoices and /invoices/bulk, plus the stored
-// 404/409 answers through a probe route registered with the real API layer.
+// 409 answers (and the unstored 404s) through a probe route registered with the real API layer.
 import t from 'tap';
 import Fastify from 'fastify';
 import { z } from 'zod';
@@ -251,7 +251,7 @@ t.test('idempotency', async (t) => {
     t.equal(await invoiceCount(h, merchantId), 5);
   });
 
-  t.test('mark-paid: 404 and 409 answers are stored and replayed', async (t) => {
+  t.test('mark-paid: 409 answers are stored and replayed, 404s are not', async (t) => {
     const { key, merchantId } = await h.key(['*']);
     const draft = await post(key, undefined, body());
     const id = draft.body.invoice_id as string;
@@ -286,8 +286,9 @@ t.test('idempotency', async (t) => {
     t.equal(nf.body.code, 'invoice_not_found');
     const nfAgain = await post(key, 'mp-3', pay, `/invoices/${missing}/mark-paid`);
     t.equal(nfAgain.status, 404);
-    t.ok(replayed(nfAgain));
-    t.equal(nfAgain.raw, nf.raw, 'byte-identical 404');
+    t.notOk(replayed(nfAgain), 'a 404 is not stored: the key stays free (decisions §14)');
+    const [stored] = await h.sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE merchant_id = ${merchantId} AND key = 'mp-3'`;
+    t.equal(stored!.n, 0, 'no idempotency record for the 404');
   });
 
   t.test('records are replayed for 24 hours, then forgotten', async (t) => {
@@ -309,7 +310,7 @@ t.test('idempotency', async (t) => {
   });
 });
 
-t.test('stored 404 and 409 answers, through the real API layer', async (t) => {
+t.test('stored 409 answers and unstored 404s, through the real API layer', async (t) => {
   const h = await testApp(t);
   let runs = 0;
   const probe = defineRoute({
@@ -364,10 +365,24 @@ t.test('stored 404 and 409 answers, through the real API layer', async (t) => {
   };
   const probeRows = async () => (await h.sql`SELECT count(*)::int AS n FROM rate_limit_windows WHERE bucket LIKE 'probe-%'`)[0]!.n;
 
-  for (const [outcome, status, code] of [
-    ['not_found', 404, 'invoice_not_found'],
-    ['conflict', 409, 'invoice_invalid_state'],
-  ] as const) {
+  t.test('a 404 is not stored: the key stays free and the table does not grow', async (t) => {
+    const before = runs;
+    for (let i = 0; i < 3; i++) {
+      const res = await call('nf-free', { outcome: 'not_found' });
+      t.equal(res.status, 404);
+      t.equal(res.body.code, 'invoice_not_found');
+      t.notOk(res.headers['idempotent-replayed'], 'not a replay');
+    }
+    t.equal(runs, before + 3, 'the handler ran each time');
+    const [row] = await h.sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = 'nf-free'`;
+    t.equal(row!.n, 0);
+    const ok = await call('nf-free', { outcome: 'ok' });
+    t.equal(ok.status, 200, 'the key is free for the corrected request');
+    t.equal(await probeRows(), 1, 'only the successful request wrote');
+    await h.sql`DELETE FROM rate_limit_windows WHERE bucket LIKE 'probe-%'`;
+  });
+
+  for (const [outcome, status, code] of [['conflict', 409, 'invoice_invalid_state']] as const) {
     t.test(`a ${status} is stored and replayed`, async (t) => {
       for (let i = 0; i < 5; i++) {
         const before = runs;

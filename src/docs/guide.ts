@@ -76,6 +76,7 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
   payment_not_found: 'No payment with this id for your account',
   route_not_found: 'No such route (check the method and the path)',
   payload_too_large: 'The body is larger than 1 MiB',
+  request_timeout: 'The request (headers and body) did not arrive within 30 s; the connection is closed',
   service_unavailable: 'The service is temporarily unavailable (database unreachable or restarting)',
   internal_error: 'Unexpected failure; it has been logged and leaks no detail',
 };

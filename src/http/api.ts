@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { AppContext } from '../context.js';
 import { type ApiKey, type AuthContext, ipAllowed } from './auth.js';
+import { ConcurrencyLimiter } from './concurrency.js';
 import { RateLimiter, secondsUntilReset, type RateLimitState } from './rate-limit.js';
 import { isKeyTaken, lookupKey, requestHash, storeAnswer, type KeyLookup } from './idempotency.js';
 import { pipelinedTransaction } from '../db/transaction.js';
@@ -54,8 +55,11 @@ function admission(request: FastifyRequest, def: RouteDef | undefined, key: stri
   return [def, apiKey];
 }
 
-/** Checks in the order the decisions fix: key (401) → address (403) → rate limit (429) → scope (403). */
-async function authenticate(ctx: AppContext, limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply, route: RouteDef | undefined): Promise<void> {
+/**
+ * Checks in the order the decisions fix: key (401) → address (403) → rate limit, then requests
+ * in flight (429) → scope (403).
+ */
+async function authenticate(ctx: AppContext, limiter: RateLimiter, concurrency: ConcurrencyLimiter, request: FastifyRequest, reply: FastifyReply, route: RouteDef | undefined): Promise<void> {
   const header = request.headers['x-api-key'];
   const key = Array.isArray(header) ? header[0] : header;
   const admitted = admission(request, route, key, route && key && key.length <= 200 ? await ctx.keys.lookup(key) : null);
@@ -67,6 +71,14 @@ async function authenticate(ctx: AppContext, limiter: RateLimiter, request: Fast
   const state = await limiter.hit(`key:${apiKey.keyId}`, apiKey.rateLimit ?? ctx.config.RATE_LIMIT_PER_MINUTE);
   setRateHeaders(reply, state);
   if (state.exceeded) throw rateLimitedError(state);
+  const release = concurrency.acquire(apiKey.keyId);
+  if (!release) {
+    throw new AppError('rate_limited', `At most ${ctx.config.API_CONCURRENCY_PER_KEY} requests of one key may be in flight at once.`, {
+      retry: 'after_seconds:1',
+    });
+  }
+  // 'close' comes once the answer is written or the client has gone, whichever is first.
+  reply.raw.once('close', release);
   if (def.scope && !hasScope(apiKey.scopes, def.scope)) {
     throw new AppError('insufficient_scope', `This key lacks the scope ${def.scope}.`, { details: { required_scope: def.scope } });
   }
@@ -165,10 +177,10 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     // Another request stored its answer first; this one's work was rolled back.
     if (isKeyTaken(err)) return answerStored(reply, await lookUpAgain(ctx, merchantId, route, idemKey, hash));
     const appErr = toAppError(err);
-    // A request that began executing and ended in "not found" or "conflict" has an answer worth
-    // replaying; anything else rolled back with nothing stored, leaving the key free for a
-    // corrected retry.
-    if (appErr.status !== 404 && appErr.status !== 409) throw appErr;
+    // Decisions §14: of the failures, only a conflict of a request that began executing is an
+    // answer worth replaying; anything else (a 404 included) rolled back with nothing stored,
+    // leaving the key free, so that failed requests cannot fill the table.
+    if (appErr.status !== 409) throw appErr;
     const body = JSON.stringify(envelope(appErr, request));
     const found = await pipelinedTransaction(ctx.sql, async (tx) => {
       const again = await lookupKey(tx, merchantId, route, idemKey, hash);
@@ -187,6 +199,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
 export function registerApi(app: FastifyInstance, ctx: AppContext, routes: RouteDef[]): void {
   const limiter = new RateLimiter(ctx.sql, (err) => app.log.warn({ err }, 'sharing rate-limit counts failed'));
   app.decorate('rateLimiter', limiter);
+  const concurrency = new ConcurrencyLimiter(ctx.config.API_CONCURRENCY_PER_KEY);
   app.addHook('onClose', () => limiter.close());
   app.addHook('onRequest', async (request, reply) => {
     // An API route is known by the route matched, not by the raw URL: `/api/v1/%65xternal/...`
@@ -200,7 +213,7 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
       // unknown route (404 with the rate-limit headers).
       if (request.routeOptions.url !== undefined) return limitByAddress(ctx, limiter, request, reply);
     }
-    await authenticate(ctx, limiter, request, reply, def);
+    await authenticate(ctx, limiter, concurrency, request, reply, def);
     // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
     // body of the wrong type (decisions §14: scope → path id → body).
     if (def?.params) request.apiParams = parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);

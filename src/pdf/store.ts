@@ -5,13 +5,14 @@ import { getInvoice } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import * as q from './queries.js';
 import { renderInvoicePdf } from './render.js';
+import { DraftPdfCache, draftPdfs } from './draft-cache.js';
 import { pdfFilename } from './text.js';
 
 export interface InvoicePdf {
   content: Buffer;
   /** Hex SHA-256 of `content`. */
   sha256: string;
-  /** A draft's PDF: rendered on demand, marked as a draft, never stored. */
+  /** A draft's PDF: rendered on demand (kept in memory while unchanged), marked as a draft, never stored. */
   draft: boolean;
   /** For Content-Disposition: `INV-000001.pdf`, `borrador-<id>.pdf`, `draft-<id>.pdf`. */
   filename: string;
@@ -28,7 +29,8 @@ export const publicUrlOf = (publicBase: string, token: string) => `${publicBase}
  * An issued invoice (any status but draft) has one document forever: the first caller renders
  * and stores it (`ON CONFLICT DO NOTHING`), then everybody — this caller included — serves the
  * stored row, so the API download, the hosted page and the e-mail attachment are the same bytes
- * even when two of them race to render it first. A draft is rendered each time and never stored.
+ * even when two of them race to render it first. A draft is never stored; an unchanged one is
+ * rendered once per process (draft-cache.ts).
  *
  * `publicBase` is the service's public base URL (`config.publicBaseUrl`): every caller must pass
  * the same one, since the stored document prints the hosted page's address.
@@ -42,8 +44,12 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
   if (!merchant) return null;
   const filename = pdfFilename(invoice);
   const draft = invoice.status === 'draft';
-  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl: publicUrlOf(publicBase, invoice.public_token) });
-  if (draft) return { content, sha256: sha256(content), draft, filename };
+  const publicUrl = publicUrlOf(publicBase, invoice.public_token);
+  if (draft) {
+    const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl }));
+    return { content, sha256: sha256(content), draft, filename };
+  }
+  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl });
 
   await q.insertPdfIfAbsent(db, invoiceId, content, sha256(content), clock.now());
   // Read back: when another caller stored first, theirs is the document.

@@ -24,6 +24,7 @@ const labelKeys = [
   'invoice', 'draft', 'from', 'billTo', 'rut', 'issueDate', 'dueDate', 'status', 'reference', 'description', 'quantity',
   'unitPrice', 'lineTotal', 'subtotal', 'tax', 'taxExempt', 'taxInclusive', 'total', 'amountPaid', 'balanceDue',
   'exchangeRate', 'downloadPdf', 'questions', 'notFoundTitle', 'notFoundBody', 'errorTitle', 'errorBody',
+  'tooManyTitle', 'tooManyBody',
 ] as const;
 
 type PublicLabels = Record<(typeof labelKeys)[number], string> & { statuses: Record<string, string> };
@@ -77,7 +78,7 @@ function browserLocale(request: FastifyRequest): Locale {
   return first.startsWith('en') ? 'en' : 'es';
 }
 
-function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, kind: 'notFound' | 'error'): FastifyReply {
+function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, kind: 'notFound' | 'error' | 'tooMany'): FastifyReply {
   const a = load();
   const L = a.labels[locale];
   const html = a.notFound({
@@ -88,6 +89,12 @@ function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, ki
   });
   securityHeaders(reply, true);
   return reply.code(status).type('text/html; charset=utf-8').send(html);
+}
+
+/** The plain page a browser gets when its address is over the hosted pages' limit. */
+export function sendTooManyPage(request: FastifyRequest, reply: FastifyReply, retryAfterSeconds: number): FastifyReply {
+  reply.header('Retry-After', String(retryAfterSeconds));
+  return sendMessagePage(reply, 429, browserLocale(request), 'tooMany');
 }
 
 function invoicePage(invoice: InvoiceWithItems, merchant: MerchantRow, publicBase: string): string {
