@@ -115,7 +115,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
             `Base URL: \`${baseUrl}\`. Every path in this reference is relative to it; the version (v1) is part of the address.`,
             `Machine-readable references (no key needed): \`${baseUrl}/docs/openapi.json\` (OpenAPI 3.1), \`${baseUrl}/docs/llms.txt\` (this text), and a human page at \`${baseUrl}/docs\`.`,
             'Every response carries `X-Request-Id`; quote it when you contact support.',
-            'Order of checks on a request: key (401) → address (403) → rate limit (429) → scope (403) → path id (400/422) → body and query (415/422) → existence (404) → state (409).',
+            'Order of checks on a request: key (401) → address (403) → rate limit and requests in flight (429) → scope (403) → path id (400/422) → body and query (415/422) → existence (404) → state (409).',
           ],
         },
       ],
@@ -130,7 +130,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
         {
           ul: [
             'No header: 401 `missing_api_key`. Unknown or revoked key: 401 `invalid_api_key`.',
-            "A key may be limited to a list of addresses: another address gets 403 `ip_not_allowed`.",
+            "A key may be limited to a list of addresses: another address gets 403 `ip_not_allowed`. Behind our proxies the address judged is the one our edge saw, never an `X-Forwarded-For` entry the client wrote.",
             'Each key has a fixed set of scopes; a route outside them answers 403 `insufficient_scope` with `details.required_scope`.',
           ],
         },
@@ -226,6 +226,16 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
             '`X-RateLimit-Remaining`: requests left in the current window.',
             '`X-RateLimit-Reset`: Unix seconds when the window ends.',
             'Over the limit: 429 `rate_limited`, `Retry-After: N` and `retry: after_seconds:N` with N the seconds left in the window (at most 60).',
+          ],
+        },
+        { p: 'Other limits:' },
+        {
+          ul: [
+            'At most 10 requests of one key in flight at once: one more is 429 `rate_limited` with `Retry-After: 1`. Spread bulk work over time, or use `POST /invoices/bulk` (50 invoices a call).',
+            'A request body must arrive within 30 s: a slower one is answered 408 `request_timeout` and its connection closed. Bodies are at most 1 MiB (413 `payload_too_large`).',
+            'Webhooks: at most 16 endpoints per account, each URL once; at most 2 test deliveries (`POST /webhooks/endpoints/{endpoint_id}/test`) in flight at once, each given 10 s to answer (real deliveries: 15 s).',
+            'The hosted invoice and checkout pages are limited to 120 requests a minute per client address.',
+            'Every API answer carries `Cache-Control: no-store`: answers hold account data, and some (an endpoint\'s creation and secret rotation) a secret.',
           ],
         },
       ],

@@ -41,7 +41,10 @@ const COMMON_ERRORS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'ip_no
 export function errorCodesFor(def: RouteDef): ErrorCode[] {
   const codes = new Set<ErrorCode>([...COMMON_ERRORS, ...def.errors]);
   if (def.scope) codes.add('insufficient_scope');
-  if (def.body || def.method !== 'GET') codes.add('payload_too_large');
+  if (def.body || def.method !== 'GET') {
+    codes.add('payload_too_large');
+    codes.add('request_timeout');
+  }
   return [...codes];
 }
 
