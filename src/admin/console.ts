@@ -171,7 +171,7 @@ function deliveryRow(d: Delivery): HTMLTableRowElement {
     h('td', {}, d.event_type),
     h('td', {}, h('span', { class: `status status-${d.status}` }, d.status)),
     h('td', {}, `${d.attempts}/${d.max_attempts}`),
-    h('td', { class: 'error' }, d.last_error ?? ''),
+    h('td', { class: 'error', title: d.last_error_category ?? '' }, d.last_error ?? ''),
   );
 }
 
@@ -231,7 +231,7 @@ function attemptRow(a: DeliveryDetail['attempt_log'][number]): HTMLTableRowEleme
     h('td', {}, when(a.started_at)),
     h('td', {}, a.response_status === null ? '—' : String(a.response_status)),
     h('td', {}, `${a.duration_ms} ms`),
-    h('td', { class: 'error' }, a.error ?? ''),
+    h('td', { class: 'error', title: a.error_category ?? '' }, a.error ?? ''),
     h('td', {}, h('pre', { class: 'excerpt' }, a.response_body ?? '')),
     h('td', {}, h('details', {}, h('summary', {}, 'headers'), h('pre', {}, headers))),
   );
@@ -250,6 +250,8 @@ function showDelivery(d: DeliveryDetail): void {
     ['Next retry', when(d.next_retry_at)],
     ['Last response', d.last_response_status === null ? '—' : String(d.last_response_status)],
     ['Last error', d.last_error ?? '—'],
+    // What the merchant is told of that error (the API never shows the raw text above).
+    ['Error category', d.last_error_category ?? '—'],
     ['Created', when(d.created_at)],
     ['Completed', when(d.completed_at)],
     ['Test', d.is_test ? 'yes' : 'no'],

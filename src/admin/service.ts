@@ -54,7 +54,9 @@ function deliveryView(d: Omit<aq.DeliverySummary, 'sort_at'>) {
     max_attempts: d.max_attempts,
     next_retry_at: iso(d.next_retry_at),
     last_response_status: d.last_response_status,
+    // Support staff see the raw error the API hides, with the category merchants see.
     last_error: d.last_error,
+    last_error_category: d.last_error_category,
     completed_at: iso(d.completed_at),
     is_test: d.is_test,
     replay_of: d.replay_of,
@@ -73,6 +75,7 @@ function attemptView(a: wq.AttemptRow) {
     response_status: a.response_status,
     response_body: a.response_body,
     error: a.error,
+    error_category: a.error_category,
   };
 }
 

@@ -6,6 +6,9 @@ import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
 import { eventTypes } from '../events/emit.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../webhooks/delivery.js';
+import { DELIVERY_TIMEOUT_MS, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
+import { deliveryErrorCategories } from '../webhooks/schemas.js';
+import { MAX_ENDPOINTS_PER_MERCHANT, TEST_DELIVERIES_IN_FLIGHT } from '../webhooks/service.js';
 
 function humanSeconds(n: number): string {
   if (n % 3600 === 0) return `${n / 3600} h`;
@@ -69,7 +72,7 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
   rate_limited: 'Too many requests in this minute; wait Retry-After seconds',
   validation_error:
     'The request is invalid: 400 for malformed JSON or a malformed path id (non-webhook routes), 415 for a body that is not application/json, 422 otherwise; `details.errors` names every bad field',
-  webhook_endpoint_invalid: 'The webhook URL is not an allowed https:// address',
+  webhook_endpoint_invalid: `The webhook URL is not an allowed https:// address (a private or unresolvable host, a port other than 443 and 8443), is already registered, or the account has its ${MAX_ENDPOINTS_PER_MERCHANT} endpoints`,
   webhook_endpoint_not_found: 'No webhook endpoint with this id for your account',
   webhook_delivery_not_found: 'Admin: no webhook delivery with this id',
   event_not_found: 'Admin: no event with this id',
@@ -233,7 +236,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
           ul: [
             'At most 10 requests of one key in flight at once: one more is 429 `rate_limited` with `Retry-After: 1`. Spread bulk work over time, or use `POST /invoices/bulk` (50 invoices a call).',
             'A request body must arrive within 30 s: a slower one is answered 408 `request_timeout` and its connection closed. Bodies are at most 1 MiB (413 `payload_too_large`).',
-            'Webhooks: at most 16 endpoints per account, each URL once; at most 2 test deliveries (`POST /webhooks/endpoints/{endpoint_id}/test`) in flight at once, each given 10 s to answer (real deliveries: 15 s).',
+            `Webhooks: at most ${MAX_ENDPOINTS_PER_MERCHANT} endpoints per account, each URL once, on ports 443 and 8443 only; at most ${TEST_DELIVERIES_IN_FLIGHT} test deliveries (\`POST /webhooks/endpoints/{endpoint_id}/test\`) in flight at once, each given ${TEST_DELIVERY_TIMEOUT_MS / 1000} s to answer (real deliveries: ${DELIVERY_TIMEOUT_MS / 1000} s).`,
             'The hosted invoice and checkout pages are limited to 120 requests a minute per client address.',
             'Every API answer carries `Cache-Control: no-store`: answers hold account data, and some (an endpoint\'s creation and secret rotation) a secret.',
           ],
@@ -255,7 +258,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
       title: 'Webhooks',
       blocks: [
         {
-          p: `Register an https:// endpoint with \`POST /webhooks/endpoints\` (its signing secret, \`whsec_…\`, is shown only then and at rotation). Every change announces an event; each endpoint whose \`events\` list includes its type (an empty list means all) gets one delivery, retried after ${DEFAULT_RETRY_SCHEDULE.map(humanSeconds).join(', ')} (±10 %, ${DEFAULT_RETRY_SCHEDULE.length + 1} attempts) until it answers 2xx within 15 s. Redirects are not followed; a 410 disables the endpoint; a \`Retry-After\` on 429 or 503 is honoured. An endpoint failing continuously (20 attempts over at least 24 hours) is disabled and you are e-mailed; \`PATCH\` it with \`enabled: true\` to resume. Sandbox endpoints (\`is_sandbox\`) get deliveries marked \`is_test\` that never disable them.`,
+          p: `Register an https:// endpoint with \`POST /webhooks/endpoints\` (its signing secret, \`whsec_…\`, is shown only then and at rotation). Every change announces an event; each endpoint whose \`events\` list includes its type (an empty list means all) gets one delivery, retried after ${DEFAULT_RETRY_SCHEDULE.map(humanSeconds).join(', ')} (±10 %, ${DEFAULT_RETRY_SCHEDULE.length + 1} attempts) until it answers 2xx within ${DELIVERY_TIMEOUT_MS / 1000} s. Redirects are not followed; a 410 disables the endpoint; a \`Retry-After\` on 429 or 503 is honoured. An endpoint failing continuously (20 attempts over at least 24 hours) is disabled and you are e-mailed; \`PATCH\` it with \`enabled: true\` to resume. Sandbox endpoints (\`is_sandbox\`) get deliveries marked \`is_test\` that never disable them.`,
         },
         {
           table: {
@@ -273,7 +276,10 @@ const valid = crypto.timingSafeEqual(Buffer.from(v1, 'hex'), Buffer.from(expecte
   && Math.abs(Date.now() / 1000 - Number(t)) < 300;`,
         },
         {
-          p: '`POST /webhooks/endpoints/{endpoint_id}/test` delivers a sample event at once and answers the delivery; `POST /webhooks/verify-signature` tells why a signature does not verify.',
+          p: `\`POST /webhooks/endpoints/{endpoint_id}/test\` delivers a sample event at once (the receiver has ${TEST_DELIVERY_TIMEOUT_MS / 1000} s to answer) and answers the delivery; a third test of your account while ${TEST_DELIVERIES_IN_FLIGHT} are in flight is 429 \`rate_limited\` with \`Retry-After: 1\`. \`POST /webhooks/verify-signature\` tells why a signature does not verify.`,
+        },
+        {
+          p: `A delivery's \`last_error\` says why its last attempt failed, as one of: ${deliveryErrorCategories.map((c) => `\`${c}\``).join(', ')} (\`http_error\`: any answer that is neither 2xx nor a redirect, 410 included); it is null after a success. Support staff see the full detail of every attempt.`,
         },
       ],
     },

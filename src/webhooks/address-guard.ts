@@ -122,6 +122,16 @@ function bareHost(hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
 }
 
+// Receivers listen on the HTTPS ports (decisions §10): any other port of a public host (SSH, a
+// database, an admin console) is no webhook receiver, and trying it only makes us a port scanner.
+const WEBHOOK_PORTS = ['443', '8443'];
+
+/** null when the URL's port may receive webhooks; URL.port is '' for https's default, 443. */
+function forbiddenPortReason(url: URL): string | null {
+  const port = url.port || '443';
+  return WEBHOOK_PORTS.includes(port) ? null : `port ${port} is not allowed (use 443 or 8443)`;
+}
+
 export type WebhookUrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Creation-time check of a webhook endpoint URL. */
@@ -139,6 +149,9 @@ export async function checkWebhookUrl(url: string, opts: { allowPrivate: boolean
   // https: is a special scheme, so new URL() has already refused a URL without a host.
   const host = bareHost(parsed.hostname);
   if (opts.allowPrivate) return { ok: true, url: parsed };
+  // Before any DNS lookup: a refused port needs no answer from a resolver.
+  const badPort = forbiddenPortReason(parsed);
+  if (badPort) return { ok: false, reason: `URL ${badPort}` };
 
   if (net.isIP(host)) {
     const reason = forbiddenAddressReason(host);
@@ -194,4 +207,14 @@ export function assertConnectTarget(host: string, allowPrivate: boolean): void {
   if (allowPrivate || !net.isIP(address)) return;
   const reason = forbiddenAddressReason(address);
   if (reason) throw notAllowed(address, address, reason);
+}
+
+/**
+ * Throws EADDRNOTALLOWED when the URL's port may not receive webhooks: an endpoint created while
+ * WEBHOOK_ALLOW_PRIVATE_TARGETS was on is judged again by the rules in force when it is delivered to.
+ */
+export function assertConnectPort(url: URL, allowPrivate: boolean): void {
+  if (allowPrivate) return;
+  const reason = forbiddenPortReason(url);
+  if (reason) throw Object.assign(new Error(`webhook target ${url.host}: ${reason}`), { code: 'EADDRNOTALLOWED' });
 }

@@ -38,8 +38,8 @@ export type DeliverySummary = Omit<DeliveryRow, 'payload'> & { endpoint_url: str
 
 const summaryColumns = (db: Queryable) => db`
   d.id, d.merchant_id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, d.max_attempts,
-  d.next_retry_at, d.leased_until, d.last_response_status, d.last_error, d.completed_at, d.is_test,
-  d.replay_of, d.created_at, d.updated_at, e.url AS endpoint_url, m.name AS merchant_name,
+  d.next_retry_at, d.leased_until, d.last_response_status, d.last_error, d.last_error_category, d.completed_at, d.is_test,
+  d.from_test_route, d.replay_of, d.created_at, d.updated_at, e.url AS endpoint_url, m.name AS merchant_name,
   to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS sort_at`;
 
 export interface DeliveryFilter extends NewestFirst {

@@ -7,7 +7,8 @@ import { enqueue, queues } from '../jobs/boss.js';
 import { queueEmail } from '../email/outbox.js';
 import { getMerchant } from '../merchants/queries.js';
 import { signatureHeader } from './signature.js';
-import { postWebhook, type PostResult } from './http-post.js';
+import { DELIVERY_TIMEOUT_MS, postWebhook, type PostResult } from './http-post.js';
+import type { DeliveryErrorCategory } from './schemas.js';
 import type { SecretBox } from './secrets.js';
 import * as q from './queries.js';
 
@@ -20,7 +21,7 @@ export interface DeliveryDeps {
 // Decisions §10: waits after the first attempt; max_attempts is one more than its length.
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
 const JITTER = 0.1;
-// Longer than the request timeout, shorter than the job's lease: a live attempt is never raced.
+// Longer than the longest attempt, shorter than the job's lease: a live attempt is never raced.
 const HOLD_SECONDS = 25;
 
 export const USER_AGENT = 'Invoicing-Webhooks/1.0 (+https://github.com/invoicing)';
@@ -59,6 +60,13 @@ function judge(result: PostResult): Verdict {
   return 'failure';
 }
 
+/** What the API may tell of a failed attempt (decisions §10): never the raw error. */
+function failureCategory(result: PostResult): DeliveryErrorCategory {
+  if (result.errorCategory) return result.errorCategory;
+  if (result.status !== null && result.status >= 300 && result.status < 400) return 'redirect';
+  return 'http_error';
+}
+
 function describeFailure(result: PostResult): string | null {
   if (result.error) return result.error;
   if (result.status !== null && result.status >= 300 && result.status < 400) return `HTTP ${result.status}: redirects are not followed`;
@@ -71,8 +79,17 @@ function describeFailure(result: PostResult): string | null {
  * one transaction: the delivery's new state, the endpoint's failure streak, disabling it (its
  * waiting deliveries stop, the merchant is e-mailed) and the job of the next attempt.
  * A stale or duplicate job, or one whose delivery another live worker holds, does nothing.
+ * Decisions §10: no connection nor transaction is held while the receiver is waited for. The
+ * claim is one statement on the pool `db`, and the outcome gets a transaction of its own.
  */
-export async function attemptDelivery(db: Queryable, transact: Transact, deps: DeliveryDeps, deliveryId: string, attempt: number): Promise<q.DeliveryRow | null> {
+export async function attemptDelivery(
+  db: Sql,
+  transact: Transact,
+  deps: DeliveryDeps,
+  deliveryId: string,
+  attempt: number,
+  timeoutMs = DELIVERY_TIMEOUT_MS,
+): Promise<q.DeliveryRow | null> {
   const now = clock.now();
   const claimed = await q.claimDelivery(db, deliveryId, attempt, now, new Date(now.getTime() + HOLD_SECONDS * 1000));
   if (!claimed) return null;
@@ -91,11 +108,11 @@ export async function attemptDelivery(db: Queryable, transact: Transact, deps: D
     'X-Webhook-Signature': signatureHeader(secret, timestamp, claimed.payload),
   };
   const startedAt = clock.now();
-  const result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt);
+  const result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt, timeoutMs);
   return recordOutcome(transact, deps, claimed, attempt, startedAt, headers, result);
 }
 
-/** Runs the recording in a transaction: the job's own, or the request's for a test delivery. */
+/** Runs the recording in a new transaction, begun once the attempt is over. */
 export type Transact = <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T>;
 
 export function transactOn(sql: Sql): Transact {
@@ -130,6 +147,7 @@ async function recordOutcome(
     const endpointStopped = verdict === 'gone' && counts;
     const retry = verdict !== 'success' && !endpointStopped && !disabled && attempt < d.max_attempts;
     const delay = retry ? retryDelaySeconds(retrySchedule(deps.config), attempt, result.retryAfterSeconds) : 0;
+    const category = verdict === 'success' ? null : failureCategory(result);
     const row = await q.recordAttempt(
       tx,
       d.id,
@@ -139,6 +157,7 @@ async function recordOutcome(
         next_retry_at: retry ? new Date(now.getTime() + delay * 1000) : null,
         last_response_status: result.status,
         last_error: verdict === 'success' ? null : (describeFailure(result) ?? (verdict === 'gone' ? 'HTTP 410: endpoint gone' : null)),
+        last_error_category: category,
         completed_at: retry ? null : now,
       },
       now,
@@ -156,6 +175,7 @@ async function recordOutcome(
       response_status: result.status,
       response_body: result.body,
       error: describeFailure(result),
+      error_category: category,
     });
     if (retry) await enqueueAttempt(tx, deps.boss, d.id, attempt + 1, delay);
     if (disabled) await announceDisabled(tx, deps, disabled, now);

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/client.js';
+import type { DeliveryErrorCategory } from './schemas.js';
 
 export interface EndpointRow {
   id: string;
@@ -14,6 +15,8 @@ export interface EndpointRow {
   failing_since: Date | null;
   disabled_at: Date | null;
   disabled_reason: 'consecutive_failures' | 'gone' | null;
+  /** A copy of another endpoint's URL kept from before URLs were unique (sql/007). */
+  duplicate_url: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -33,9 +36,14 @@ export interface DeliveryRow {
   next_retry_at: Date | null;
   leased_until: Date | null;
   last_response_status: number | null;
+  /** The raw detail, for support staff only. */
   last_error: string | null;
+  /** What the API shows of it. */
+  last_error_category: DeliveryErrorCategory | null;
   completed_at: Date | null;
   is_test: boolean;
+  /** Made by POST .../test (a sandbox endpoint's deliveries are is_test too). */
+  from_test_route: boolean;
   replay_of: string | null;
   created_at: Date;
   updated_at: Date;
@@ -52,6 +60,19 @@ export interface AttemptRow {
   response_status: number | null;
   response_body: string | null;
   error: string | null;
+  error_category: DeliveryErrorCategory | null;
+}
+
+// ─── Per-merchant locks ──────────────────────────────────────────────────────
+
+// Advisory lock classes of the two-key form, whose keys never meet the one-key locks of
+// migrations and tests. The second key is the merchant's: merchants never wait for each other,
+// but for a rare hash collision that only serialises two short transactions.
+const lockClasses = { endpoints: 727_010, testDeliveries: 727_011 } as const;
+
+/** Held until the transaction ends: counting then inserting is one step for this merchant. */
+export async function lockMerchant(db: Queryable, what: keyof typeof lockClasses, merchantId: string): Promise<void> {
+  await db`SELECT pg_advisory_xact_lock(${lockClasses[what]}::int, hashtext(${merchantId}::text))`;
 }
 
 // ─── Endpoints ───────────────────────────────────────────────────────────────
@@ -82,6 +103,17 @@ export async function listEndpoints(db: Queryable, merchantId: string): Promise<
     SELECT * FROM webhook_endpoints WHERE merchant_id = ${merchantId} ORDER BY created_at, id`;
 }
 
+export async function countEndpoints(db: Queryable, merchantId: string): Promise<number> {
+  const [row] = await db<{ n: number }[]>`SELECT count(*)::int AS n FROM webhook_endpoints WHERE merchant_id = ${merchantId}`;
+  return row!.n;
+}
+
+/** The violation of one URL once per merchant (sql/007), raised by an insert or an update. */
+export function isDuplicateUrl(err: unknown): boolean {
+  const e = err as { code?: string; constraint_name?: string } | null;
+  return e?.code === '23505' && e.constraint_name === 'webhook_endpoints_merchant_url';
+}
+
 export async function getEndpoint(db: Queryable, merchantId: string, id: string): Promise<EndpointRow | null> {
   const rows = await db<EndpointRow[]>`SELECT * FROM webhook_endpoints WHERE merchant_id = ${merchantId} AND id = ${id}`;
   return rows[0] ?? null;
@@ -104,6 +136,7 @@ export interface EndpointChanges {
 /**
  * Enabling clears the failure streak and the disabled marks; disabling by hand stamps
  * `disabled_at` with no automatic reason. A value equal to the current one changes nothing.
+ * A new URL is unique like any other, even on a copy kept from before URLs were (sql/007).
  */
 export async function updateEndpoint(db: Queryable, merchantId: string | null, id: string, ch: EndpointChanges, now: Date): Promise<EndpointRow | null> {
   const enable = ch.enabled === true;
@@ -111,6 +144,7 @@ export async function updateEndpoint(db: Queryable, merchantId: string | null, i
   const rows = await db<EndpointRow[]>`
     UPDATE webhook_endpoints SET
       url = COALESCE(${ch.url ?? null}::text, url),
+      duplicate_url = duplicate_url AND COALESCE(${ch.url ?? null}::text = url, true),
       description = CASE WHEN ${ch.description !== undefined} THEN ${ch.description ?? null}::text ELSE description END,
       events = COALESCE(${ch.events ?? null}::text[], events),
       is_sandbox = COALESCE(${ch.is_sandbox ?? null}::boolean, is_sandbox),
@@ -245,9 +279,9 @@ export type NewAttempt = AttemptRow;
 
 export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<void> {
   await db`
-    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, request_url, request_headers, response_status, response_body, error)
+    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, request_url, request_headers, response_status, response_body, error, error_category)
     VALUES (${a.id}, ${a.delivery_id}, ${a.attempt_number}, ${a.started_at}, ${a.duration_ms}, ${a.request_url},
-            ${db.json(a.request_headers)}, ${a.response_status}, ${a.response_body}, ${a.error})`;
+            ${db.json(a.request_headers)}, ${a.response_status}, ${a.response_body}, ${a.error}, ${a.error_category})`;
 }
 
 export interface AttemptOutcome {
@@ -255,6 +289,7 @@ export interface AttemptOutcome {
   next_retry_at: Date | null;
   last_response_status: number | null;
   last_error: string | null;
+  last_error_category: DeliveryErrorCategory | null;
   completed_at: Date | null;
 }
 
@@ -262,12 +297,16 @@ export interface AttemptOutcome {
 export async function recordAttempt(db: Queryable, id: string, attempt: number, o: AttemptOutcome, now: Date): Promise<DeliveryRow | null> {
   const rows = await db<DeliveryRow[]>`
     UPDATE webhook_deliveries SET attempts = ${attempt}, status = ${o.status}, next_retry_at = ${o.next_retry_at},
-           last_response_status = ${o.last_response_status}, last_error = ${o.last_error}, completed_at = ${o.completed_at},
+           last_response_status = ${o.last_response_status}, last_error = ${o.last_error},
+           last_error_category = ${o.last_error_category}, completed_at = ${o.completed_at},
            leased_until = NULL, updated_at = ${now}
      WHERE id = ${id} AND attempts = ${attempt - 1} AND status IN ('pending', 'retrying')
     RETURNING *`;
   return rows[0] ?? null;
 }
+
+// The two below end a delivery with no attempt of their own: last_error_category stays that of
+// its last attempt (or null), the only thing the API could truthfully say of it.
 
 /** A disabled endpoint's waiting deliveries stop; their queued jobs then find nothing to do. */
 export async function stopPendingDeliveries(db: Queryable, endpointId: string, reason: string, now: Date): Promise<number> {
@@ -293,4 +332,44 @@ export async function getDelivery(db: Queryable, id: string): Promise<DeliveryRo
 
 export async function listAttempts(db: Queryable, deliveryId: string): Promise<AttemptRow[]> {
   return db<AttemptRow[]>`SELECT * FROM webhook_attempts WHERE delivery_id = ${deliveryId} ORDER BY attempt_number`;
+}
+
+// ─── Test deliveries (POST .../test) ─────────────────────────────────────────
+
+export interface NewTestDelivery {
+  id: string;
+  merchant_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  now: Date;
+}
+
+/** One attempt, never counted toward the endpoint's failures (decisions §10, §14). */
+export async function insertTestDelivery(db: Queryable, d: NewTestDelivery): Promise<DeliveryRow> {
+  const [row] = await db<DeliveryRow[]>`
+    INSERT INTO webhook_deliveries (id, merchant_id, endpoint_id, event_id, event_type, payload, max_attempts, is_test, from_test_route, created_at, updated_at)
+    VALUES (${d.id}, ${d.merchant_id}, ${d.endpoint_id}, ${d.event_id}, ${d.event_type}, ${d.payload}, 1, true, true, ${d.now}, ${d.now})
+    RETURNING *`;
+  return row!;
+}
+
+/** The merchant's test deliveries still waiting for their attempt's outcome, created since `since`. */
+export async function countTestDeliveriesInFlight(db: Queryable, merchantId: string, since: Date): Promise<number> {
+  const [row] = await db<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM webhook_deliveries
+     WHERE merchant_id = ${merchantId} AND from_test_route AND status = 'pending' AND created_at > ${since}`;
+  return row!.n;
+}
+
+/**
+ * Ends the merchant's test deliveries still pending from before `since`: the process making
+ * their attempt stopped before recording it, and no job will ever come back for them.
+ */
+export async function abandonTestDeliveries(db: Queryable, merchantId: string, since: Date, now: Date): Promise<void> {
+  await db`
+    UPDATE webhook_deliveries SET status = 'failed', leased_until = NULL, completed_at = ${now},
+           last_error = 'abandoned: the process making the test attempt stopped before recording its outcome', updated_at = ${now}
+     WHERE merchant_id = ${merchantId} AND from_test_route AND status = 'pending' AND created_at <= ${since}`;
 }

@@ -24,17 +24,21 @@ export const webhookRoutes = [
     operationId: 'createWebhookEndpoint',
     summary: 'Register an endpoint; the signing secret is shown only in this answer',
     description:
-      'The URL must be https:// and must not resolve to a private, loopback, link-local, CGNAT or metadata address ' +
-      '(400 webhook_endpoint_invalid). Deliveries are signed: `X-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the secret>`.',
+      'The URL must be https:// on port 443 or 8443 and must not resolve to a private, loopback, link-local, CGNAT or metadata address ' +
+      '(400 webhook_endpoint_invalid). An account has at most 16 endpoints and registers a URL once: a 17th endpoint, or a URL ' +
+      'another endpoint of the account already has, is 400 webhook_endpoint_invalid naming `url`. ' +
+      'Deliveries are signed: `X-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the secret>`.',
     tag: 'Webhooks',
     scope: 'webhooks:manage',
     body: s.createEndpointBody,
     response: { status: 201, description: 'The endpoint with its secret', schema: s.endpointWithSecret },
     errors: ['webhook_endpoint_invalid'],
     example: { body: endpointExample },
-    handler: async ({ body, auth, ctx, db }) => ({
+    // Resolving the host is outbound work: done before the transaction begins.
+    prepare: ({ body, ctx }) => service.usableUrl(body.url, ctx),
+    handler: async ({ body, auth, ctx, db, prepared }) => ({
       status: 201,
-      body: await service.createEndpoint(db, auth.merchant.id, body, ctx),
+      body: await service.createEndpoint(db, auth.merchant.id, body, prepared, ctx),
     }),
   }),
   defineRoute({
@@ -66,7 +70,9 @@ export const webhookRoutes = [
     path: '/webhooks/endpoints/:endpoint_id',
     operationId: 'updateWebhookEndpoint',
     summary: 'Update an endpoint (only the fields given change)',
-    description: '`enabled: true` re-enables a disabled endpoint and clears its failure streak.',
+    description:
+      '`enabled: true` re-enables a disabled endpoint and clears its failure streak. A new `url` follows the rules of create; ' +
+      'the URL of another endpoint of the account is 400 webhook_endpoint_invalid naming `url`.',
     tag: 'Webhooks',
     scope: 'webhooks:manage',
     params: s.endpointIdParams,
@@ -75,9 +81,10 @@ export const webhookRoutes = [
     response: { status: 200, description: 'The endpoint', schema: s.endpointResource },
     errors: ['webhook_endpoint_not_found', 'webhook_endpoint_invalid'],
     example: { body: { enabled: true } },
-    handler: async ({ params, body, auth, ctx, db }) => ({
+    prepare: async ({ body, ctx }) => (body.url === undefined ? undefined : service.usableUrl(body.url, ctx)),
+    handler: async ({ params, body, auth, db, prepared }) => ({
       status: 200,
-      body: await service.updateEndpoint(db, auth.merchant.id, params.endpoint_id, body, ctx),
+      body: await service.updateEndpoint(db, auth.merchant.id, params.endpoint_id, body, prepared),
     }),
   }),
   defineRoute({
@@ -117,18 +124,23 @@ export const webhookRoutes = [
     path: '/webhooks/endpoints/:endpoint_id/test',
     operationId: 'testWebhookEndpoint',
     summary: 'Deliver a sample event now (one attempt) and return the delivery',
-    description: 'Any event type may be simulated (default invoice.paid); the delivery has is_test true and max_attempts 1 and never counts toward disabling.',
+    description:
+      'Any event type may be simulated (default invoice.paid); the delivery has is_test true and max_attempts 1 and never counts toward disabling. ' +
+      'The receiver has 10 s to answer (real deliveries: 15 s); a failed attempt gives `last_error`, a category. ' +
+      'At most 2 test deliveries of an account are in flight at once: a third is 429 rate_limited with `Retry-After: 1`.',
     tag: 'Webhooks',
     scope: 'webhooks:manage',
     params: s.endpointIdParams,
     malformedIdStatus,
     body: s.testEndpointBody,
     response: { status: 200, description: 'The delivery after its attempt', schema: s.deliveryResource },
-    errors: ['webhook_endpoint_not_found'],
+    errors: ['webhook_endpoint_not_found', 'rate_limited'],
     example: { body: { event: 'invoice.paid' } },
-    handler: async ({ params, body, auth, ctx, db }) => ({
+    // The attempt waits on the receiver: the handler commits its own short transactions around it.
+    ownTransactions: true,
+    handler: async ({ params, body, auth, ctx }) => ({
       status: 200,
-      body: await service.testEndpoint(db, auth.merchant.id, params.endpoint_id, body?.event, ctx),
+      body: await service.testEndpoint(ctx.sql, auth.merchant.id, params.endpoint_id, body?.event, ctx),
     }),
   }),
   defineRoute({

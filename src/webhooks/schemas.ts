@@ -67,6 +67,23 @@ export const endpointWithSecret = endpointResource
 
 export const deliveryStatuses = ['pending', 'success', 'failed', 'retrying'] as const;
 
+/**
+ * What the API tells of a failed attempt (decisions §10). Coarse on purpose: the raw socket error
+ * ("connect ECONNREFUSED 203.0.113.7:5432") told a merchant which ports of a host answer, so it
+ * is kept for support staff only.
+ */
+export const deliveryErrorCategories = [
+  'timeout',
+  'connection_refused',
+  'connection_reset',
+  'tls_error',
+  'dns_error',
+  'address_not_allowed',
+  'redirect',
+  'http_error',
+] as const;
+export type DeliveryErrorCategory = (typeof deliveryErrorCategories)[number];
+
 export const deliveryResource = z
   .object({
     id: z.string(),
@@ -78,7 +95,16 @@ export const deliveryResource = z
     max_attempts: z.number().int(),
     next_retry_at: timestamp.nullable(),
     last_response_status: z.number().int().nullable(),
-    last_error: z.string().nullable(),
+    last_error: z
+      .enum(deliveryErrorCategories)
+      .nullable()
+      .meta({
+        description:
+          'Why the last attempt failed: timeout (no answer in time), connection_refused (no connection could be made), ' +
+          'connection_reset (the connection broke), tls_error (handshake or certificate), dns_error (the host does not resolve), ' +
+          'address_not_allowed (the URL, port or address is refused), redirect (a 3xx, never followed), ' +
+          'http_error (any other non-2xx answer, 410 included). Null after a success or before any attempt.',
+      }),
     completed_at: timestamp.nullable(),
     is_test: z.boolean(),
     created_at: timestamp,

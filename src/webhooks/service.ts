@@ -5,12 +5,21 @@ import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import { buildEvent, eventTypes, type EventType } from '../events/emit.js';
 import { checkWebhookUrl } from './address-guard.js';
-import { attemptDelivery, enqueueAttempt, maxAttempts, type DeliveryDeps } from './delivery.js';
+import { attemptDelivery, enqueueAttempt, maxAttempts, transactOn, type DeliveryDeps } from './delivery.js';
+import { TEST_DELIVERY_TIMEOUT_MS } from './http-post.js';
 import { sampleEventData } from './samples.js';
 import { generateSecret, secretPrefix } from './secrets.js';
 import { verifySignature, type VerifyResult } from './signature.js';
 import type { CreateEndpointInput, DeliveryResource, EndpointResource, UpdateEndpointInput } from './schemas.js';
 import * as q from './queries.js';
+
+// Decisions §10: Stripe's limit.
+export const MAX_ENDPOINTS_PER_MERCHANT = 16;
+// Decisions §10: each holds a request (and its client) open for up to the test timeout.
+export const TEST_DELIVERIES_IN_FLIGHT = 2;
+// A test delivery still pending this long after it was created lost the process making its
+// attempt (which ends within the timeout): it no longer blocks the merchant's next test.
+const TEST_IN_FLIGHT_SECONDS = TEST_DELIVERY_TIMEOUT_MS / 1000 + 10;
 
 export function endpointResource(row: q.EndpointRow): EndpointResource {
   return {
@@ -40,7 +49,7 @@ export function deliveryResource(row: q.DeliveryRow): DeliveryResource {
     max_attempts: row.max_attempts,
     next_retry_at: iso(row.next_retry_at),
     last_response_status: row.last_response_status,
-    last_error: row.last_error,
+    last_error: row.last_error_category,
     completed_at: iso(row.completed_at),
     is_test: row.is_test,
     created_at: iso(row.created_at)!,
@@ -55,30 +64,49 @@ function notFound(id: string): AppError {
   return new AppError('webhook_endpoint_not_found', `No webhook endpoint ${id}.`);
 }
 
-async function assertUsableUrl(url: string, deps: DeliveryDeps): Promise<string> {
+function invalidUrl(message: string, reason: string): AppError {
+  return new AppError('webhook_endpoint_invalid', message, { details: { errors: [{ path: 'url', message: reason }] } });
+}
+
+function duplicateUrl(): AppError {
+  return invalidUrl('Another webhook endpoint of yours already has this URL.', 'is already the URL of another endpoint; a URL is registered once');
+}
+
+/**
+ * The URL as it will be stored, normalised (so that one URL cannot be registered twice by
+ * spelling it differently). It may resolve the host: routes call it before their transaction.
+ */
+export async function usableUrl(url: string, deps: DeliveryDeps): Promise<string> {
   const check = await checkWebhookUrl(url, { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS });
-  if (!check.ok) {
-    throw new AppError('webhook_endpoint_invalid', `The endpoint URL cannot receive webhooks: ${check.reason}.`, {
-      details: { errors: [{ path: 'url', message: check.reason }] },
-    });
-  }
+  if (!check.ok) throw invalidUrl(`The endpoint URL cannot receive webhooks: ${check.reason}.`, check.reason);
   return check.url.toString();
 }
 
-export async function createEndpoint(db: Queryable, merchantId: string, input: CreateEndpointInput, deps: DeliveryDeps) {
-  const url = await assertUsableUrl(input.url, deps);
+/** `url` comes from usableUrl. */
+export async function createEndpoint(db: Queryable, merchantId: string, input: CreateEndpointInput, url: string, deps: DeliveryDeps) {
+  await q.lockMerchant(db, 'endpoints', merchantId);
+  if ((await q.countEndpoints(db, merchantId)) >= MAX_ENDPOINTS_PER_MERCHANT) {
+    throw invalidUrl(
+      `At most ${MAX_ENDPOINTS_PER_MERCHANT} webhook endpoints are allowed per account; delete one to register another.`,
+      `cannot be registered: you already have ${MAX_ENDPOINTS_PER_MERCHANT} endpoints, the most allowed`,
+    );
+  }
   const secret = generateSecret();
-  const row = await q.insertEndpoint(db, {
-    id: newId(),
-    merchant_id: merchantId,
-    url,
-    description: input.description ?? null,
-    events: input.events ?? [],
-    is_sandbox: input.is_sandbox ?? false,
-    secret_encrypted: deps.secrets.seal(secret),
-    secret_prefix: secretPrefix(secret),
-    now: clock.now(),
-  });
+  const row = await q
+    .insertEndpoint(db, {
+      id: newId(),
+      merchant_id: merchantId,
+      url,
+      description: input.description ?? null,
+      events: input.events ?? [],
+      is_sandbox: input.is_sandbox ?? false,
+      secret_encrypted: deps.secrets.seal(secret),
+      secret_prefix: secretPrefix(secret),
+      now: clock.now(),
+    })
+    .catch((err: unknown) => {
+      throw q.isDuplicateUrl(err) ? duplicateUrl() : err;
+    });
   return { ...endpointResource(row), secret };
 }
 
@@ -92,10 +120,11 @@ export async function getEndpoint(db: Queryable, merchantId: string, id: string)
   return endpointResource(row);
 }
 
-export async function updateEndpoint(db: Queryable, merchantId: string, id: string, input: UpdateEndpointInput, deps: DeliveryDeps) {
-  // The URL is part of the body: it is judged before existence (decisions §14).
-  const url = input.url === undefined ? undefined : await assertUsableUrl(input.url, deps);
-  const row = await q.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now());
+/** `url` comes from usableUrl, called before existence is known (decisions §14: body, then existence). */
+export async function updateEndpoint(db: Queryable, merchantId: string, id: string, input: UpdateEndpointInput, url: string | undefined) {
+  const row = await q.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now()).catch((err: unknown) => {
+    throw q.isDuplicateUrl(err) ? duplicateUrl() : err;
+  });
   if (!row) throw notFound(id);
   return endpointResource(row);
 }
@@ -115,18 +144,28 @@ export async function rotateSecret(db: Queryable, merchantId: string, id: string
 /**
  * A sample event delivered once, now, whatever the endpoint subscribes to: the answer is the
  * delivery after its only attempt. It never counts toward the endpoint's failures.
+ * Decisions §10: the delivery is committed before the attempt and its outcome recorded after it,
+ * each in a short transaction of its own, so a slow receiver holds no connection; the
+ * merchant's deliveries in flight are counted in Postgres, shared by every web process.
  */
-export async function testEndpoint(db: Queryable, merchantId: string, id: string, type: EventType | undefined, deps: DeliveryDeps) {
-  const endpoint = await q.getEndpoint(db, merchantId, id);
-  if (!endpoint) throw notFound(id);
+export async function testEndpoint(sql: Sql, merchantId: string, id: string, type: EventType | undefined, deps: DeliveryDeps) {
   const eventType = type ?? 'invoice.paid';
-  const now = clock.now();
-  const event = buildEvent(eventType, sampleEventData(eventType, now.toISOString()), true);
-  const [delivery] = await q.insertDeliveries(db, [
-    { id: newId(), merchant_id: merchantId, endpoint_id: id, event_id: event.id, event_type: eventType, payload: JSON.stringify(event), max_attempts: 1, is_test: true, replay_of: null, now },
-  ]);
-  const done = await attemptDelivery(db, (fn) => fn(db), deps, delivery!.id, 1);
-  return deliveryResource(done ?? (await q.getDelivery(db, delivery!.id))!);
+  const delivery = await sql.begin(async (tx) => {
+    await q.lockMerchant(tx, 'testDeliveries', merchantId);
+    if (!(await q.getEndpoint(tx, merchantId, id))) throw notFound(id);
+    const now = clock.now();
+    const inFlightSince = new Date(now.getTime() - TEST_IN_FLIGHT_SECONDS * 1000);
+    await q.abandonTestDeliveries(tx, merchantId, inFlightSince, now);
+    if ((await q.countTestDeliveriesInFlight(tx, merchantId, inFlightSince)) >= TEST_DELIVERIES_IN_FLIGHT) {
+      throw new AppError('rate_limited', `At most ${TEST_DELIVERIES_IN_FLIGHT} test deliveries may be in flight at once; wait for one to finish.`, {
+        retry: 'after_seconds:1',
+      });
+    }
+    const event = buildEvent(eventType, sampleEventData(eventType, now.toISOString()), true);
+    return q.insertTestDelivery(tx, { id: newId(), merchant_id: merchantId, endpoint_id: id, event_id: event.id, event_type: eventType, payload: JSON.stringify(event), now });
+  });
+  const done = await attemptDelivery(sql, transactOn(sql), deps, delivery.id, 1, TEST_DELIVERY_TIMEOUT_MS);
+  return deliveryResource(done ?? (await q.getDelivery(sql, delivery.id))!);
 }
 
 export function verify(signature: string, secret: string, payload: string | undefined): VerifyResult {
