@@ -10,7 +10,7 @@ const payload = z.object({ checkout_id: z.uuid().optional() });
 /** Expires one session at its deadline, or every overdue pending one (the sweep); returns how many. */
 export async function expireCheckouts(deps: WorkerDeps, data: unknown): Promise<number> {
   const { checkout_id } = payload.parse(data ?? {});
-  const d = { urls: invoiceUrls(deps.config), boss: deps.boss, exchangeRatesUrl: deps.config.EXCHANGE_RATES_URL };
+  const d = { urls: invoiceUrls(deps.config), boss: deps.boss };
   const now = clock.now();
   if (checkout_id) return (await expireOnSchedule(deps.sql, checkout_id, now, d)) ? 1 : 0;
   return expireDueCheckouts(deps.sql, now, d);

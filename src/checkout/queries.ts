@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/client.js';
-import type { InvoiceStatus } from '../invoices/schemas.js';
 import type { CheckoutPaymentStatus, CheckoutStatus } from './schemas.js';
 
 export interface CheckoutRow {
@@ -21,13 +20,16 @@ export interface CheckoutRow {
   locale: 'es' | 'en';
   provider: string;
   provider_session_id: string;
+  /** The payment attempt holding the session while its gateway call runs, and until when. */
+  payment_claim: string | null;
+  payment_claimed_until: Date | null;
   expires_at: Date;
   completed_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
-export type NewCheckout = Omit<CheckoutRow, 'status' | 'payment_status' | 'completed_at' | 'updated_at'>;
+export type NewCheckout = Omit<CheckoutRow, 'status' | 'payment_status' | 'completed_at' | 'updated_at' | 'payment_claim' | 'payment_claimed_until'>;
 
 export async function insertSession(db: Queryable, s: NewCheckout): Promise<CheckoutRow> {
   const [row] = await db<CheckoutRow[]>`
@@ -65,45 +67,64 @@ export async function sessionByToken(db: Queryable, token: string): Promise<Chec
   return rows[0] ?? null;
 }
 
-// Every transition below is guarded in its statement. A payment and the expiry take the session's
-// row lock first and its invoice's second, always in that order, so they serialise without
-// deadlocking: whichever comes second finds the session no longer pending.
+// Every transition below is guarded in its statement. A payment attempt claims its session in a
+// statement of its own, calls the gateway with no transaction open, and records the outcome only
+// while its claim holds; the expiry leaves a claimed session alone until the claim ends or runs out.
 
-/** The session while it can still be paid, locked until the caller's transaction ends. */
-export async function lockPayableSession(db: Queryable, token: string, now: Date): Promise<CheckoutRow | null> {
+/**
+ * Claims the session for one payment attempt while it can be paid: pending, before its deadline,
+ * its invoice still open, and no other attempt's claim running.
+ */
+export async function claimPayableSession(db: Queryable, token: string, claim: string, now: Date, until: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
-    SELECT * FROM checkout_sessions WHERE token = ${token} AND status = 'pending' AND expires_at > ${now} FOR UPDATE`;
+    UPDATE checkout_sessions s SET payment_claim = ${claim}, payment_claimed_until = ${until}
+      FROM invoices i
+     WHERE s.token = ${token} AND s.status = 'pending' AND s.expires_at > ${now}
+       AND (s.payment_claimed_until IS NULL OR s.payment_claimed_until <= ${now})
+       AND i.merchant_id = s.merchant_id AND i.id = s.invoice_id AND i.status IN ('sent', 'viewed', 'overdue')
+    RETURNING s.*`;
   return rows[0] ?? null;
 }
 
-/** The invoice's status, locked: nobody cancels or marks it paid while the provider is asked. */
-export async function lockInvoiceStatus(db: Queryable, merchantId: string, invoiceId: string): Promise<InvoiceStatus | null> {
-  const rows = await db<{ status: InvoiceStatus }[]>`
-    SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${invoiceId} FOR UPDATE`;
-  return rows[0]?.status ?? null;
+/** True while another attempt's claim on the session runs. */
+export async function paymentInFlight(db: Queryable, token: string, now: Date): Promise<boolean> {
+  const rows = await db`
+    SELECT 1 FROM checkout_sessions WHERE token = ${token} AND status = 'pending' AND payment_claimed_until > ${now}`;
+  return rows.length > 0;
 }
 
-export async function markCompleted(db: Queryable, id: string, now: Date): Promise<CheckoutRow | null> {
+/** The attempt ends with nothing to record (the gateway failed): the session is free again. */
+export async function releaseClaim(db: Queryable, id: string, claim: string): Promise<void> {
+  await db`
+    UPDATE checkout_sessions SET payment_claim = NULL, payment_claimed_until = NULL
+     WHERE id = ${id} AND payment_claim = ${claim}`;
+}
+
+/** The claiming attempt paid: no deadline check, the claim was taken before the deadline. */
+export async function markCompleted(db: Queryable, id: string, claim: string, now: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
-    UPDATE checkout_sessions SET status = 'completed', payment_status = 'paid', completed_at = ${now}, updated_at = ${now}
-     WHERE id = ${id} AND status = 'pending' AND expires_at > ${now}
+    UPDATE checkout_sessions SET status = 'completed', payment_status = 'paid', completed_at = ${now}, updated_at = ${now},
+           payment_claim = NULL, payment_claimed_until = NULL
+     WHERE id = ${id} AND status = 'pending' AND payment_claim = ${claim}
     RETURNING *`;
   return rows[0] ?? null;
 }
 
 /** A declined attempt: the session stays open for another try. */
-export async function markPaymentFailed(db: Queryable, id: string, now: Date): Promise<CheckoutRow | null> {
+export async function markPaymentFailed(db: Queryable, id: string, claim: string, now: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
-    UPDATE checkout_sessions SET payment_status = 'failed', updated_at = ${now}
-     WHERE id = ${id} AND status = 'pending' AND expires_at > ${now}
+    UPDATE checkout_sessions SET payment_status = 'failed', updated_at = ${now}, payment_claim = NULL, payment_claimed_until = NULL
+     WHERE id = ${id} AND status = 'pending' AND payment_claim = ${claim}
     RETURNING *`;
   return rows[0] ?? null;
 }
 
+/** Past its deadline, unless a payment attempt still holds it; a claim that ran out ends here. */
 export async function markExpired(db: Queryable, id: string, now: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
-    UPDATE checkout_sessions SET status = 'expired', updated_at = ${now}
+    UPDATE checkout_sessions SET status = 'expired', updated_at = ${now}, payment_claim = NULL, payment_claimed_until = NULL
      WHERE id = ${id} AND status = 'pending' AND expires_at <= ${now}
+       AND (payment_claimed_until IS NULL OR payment_claimed_until <= ${now})
     RETURNING *`;
   return rows[0] ?? null;
 }
@@ -113,6 +134,7 @@ export async function dueSessions(db: Queryable, now: Date, limit: number): Prom
   const rows = await db<{ id: string }[]>`
     SELECT id FROM checkout_sessions
      WHERE status = 'pending' AND expires_at <= ${now}
+       AND (payment_claimed_until IS NULL OR payment_claimed_until <= ${now})
      ORDER BY expires_at
      LIMIT ${limit}
      FOR UPDATE SKIP LOCKED`;

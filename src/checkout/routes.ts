@@ -4,8 +4,8 @@ import { invoiceDeps } from '../invoices/routes.js';
 import * as s from './schemas.js';
 import * as service from './service.js';
 
-export function checkoutDeps(ctx: AppContext): service.CheckoutDeps {
-  return { ...invoiceDeps(ctx), ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS };
+function openingDeps(ctx: AppContext): service.OpeningDeps {
+  return { ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS, exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL };
 }
 
 export const checkoutRoutes = [
@@ -51,9 +51,10 @@ export const checkoutRoutes = [
         external_reference: 'order-1001',
       },
     },
-    handler: async ({ body, auth, ctx, db }) => ({
+    prepare: ({ body, auth, ctx }) => service.openCheckout(ctx.sql, auth.merchant, body, openingDeps(ctx)),
+    handler: async ({ body, auth, ctx, db, prepared }) => ({
       status: 201,
-      body: await service.createCheckout(db, auth.merchant, body, checkoutDeps(ctx)),
+      body: await service.createCheckout(db, auth.merchant, body, prepared, invoiceDeps(ctx)),
     }),
   }),
   defineRoute({

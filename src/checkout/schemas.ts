@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { clientEmail, clientName } from '../clients/schemas.js';
 import { timestamp, uuid } from '../http/schemas.js';
@@ -9,19 +10,35 @@ export type CheckoutStatus = (typeof checkoutStatuses)[number];
 export const checkoutPaymentStatuses = ['unpaid', 'paid', 'failed'] as const;
 export type CheckoutPaymentStatus = (typeof checkoutPaymentStatuses)[number];
 
-/** Absolute http(s), no credentials: the browser is sent there, and the page links it. */
+// A host name of letters, digits and hyphens in dot-separated labels of 1 to 63 characters, none
+// starting or ending with a hyphen (an IPv4 literal is one too); 253 characters at most.
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/**
+ * Absolute http(s), no credentials, and a host that is a plain host name, an IPv4 literal or a
+ * bracketed IPv6 literal: the browser is sent there, the page links it, and its origin is written
+ * into the page's Content-Security-Policy, where a host like `a;sandbox` would add a directive.
+ * WHATWG parsing accepts such hosts (and decodes `a%3Bsandbox` into one), so the parsed host is
+ * checked, not the text.
+ */
 function isRedirectTarget(value: string): boolean {
   if (!URL.canParse(value)) return false;
   const url = new URL(value);
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === '';
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '' || url.password !== '') return false;
+  const host = url.hostname;
+  return HOST_NAME.test(host) || (host.startsWith('[') && host.endsWith(']') && isIPv6(host.slice(1, -1)));
 }
 
 const redirectUrl = (description: string, example: string) =>
   z
     .string()
     .max(2000)
-    .refine(isRedirectTarget, 'must be an absolute http(s) URL')
-    .meta({ format: 'uri', description, example });
+    .refine(isRedirectTarget, 'must be an absolute http(s) URL whose host is a valid host name or IP address')
+    .meta({
+      format: 'uri',
+      description: `${description}. An absolute http(s) URL without credentials, whose host is a DNS name (letters, digits, hyphens), an IPv4 address or a bracketed IPv6 address.`,
+      example,
+    });
 
 export const createCheckoutBody = z
   .strictObject({

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queryable, Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock, dateInZone } from '../clock.js';
@@ -9,17 +10,31 @@ import { queueEmail } from '../email/outbox.js';
 import { enqueue, queues } from '../jobs/boss.js';
 import { getMerchant } from '../merchants/queries.js';
 import { Decimal, decimalPlaces, formatAmount, isCurrency, precision } from '../money.js';
-import { createInvoice, getInvoice, sendInvoice, type InvoiceDeps } from '../invoices/service.js';
+import { createInvoice, getInvoice, prepareRates, sendInvoice, type InvoiceDeps } from '../invoices/service.js';
+import type { CreateInvoiceInput } from '../invoices/schemas.js';
+import { exchangeRate } from '../rates/service.js';
 import * as invoiceQ from '../invoices/lifecycle-queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import { confirmPayment, openSession, providerFor } from './providers/registry.js';
-import type { CustomerAction } from './providers/provider.js';
+import type { CustomerAction, PaymentResult } from './providers/provider.js';
 import * as q from './queries.js';
 import type { CheckoutSessionResource, CheckoutStatus, CreateCheckoutInput } from './schemas.js';
 
-export interface CheckoutDeps extends InvoiceDeps {
+/** What opening a session needs besides the request: its lifetime and the rate provider. */
+export interface OpeningDeps {
   /** How long a session can be paid (CHECKOUT_TTL_SECONDS). */
   ttlSeconds: number;
+  exchangeRatesUrl?: string;
+}
+
+/** The gateway's session, opened before the transaction under the id our session row then gets. */
+export interface OpenedSession {
+  checkoutId: string;
+  currency: string;
+  amount: string;
+  provider: string;
+  providerSessionId: string;
+  expiresAt: Date;
 }
 
 export function checkoutUrl(publicBase: string, token: string): string {
@@ -52,12 +67,27 @@ function amountError(message: string): AppError {
   return AppError.validation([{ path: 'amount', message }]);
 }
 
+/** The checkout's invoice (decisions §11): one tax-inclusive item, due the day it is issued. */
+function checkoutInvoice(input: CreateCheckoutInput, currency: string, today: string): CreateInvoiceInput {
+  return {
+    client: { name: input.customer_name, email: input.customer_email },
+    issue_date: today,
+    due_date: today,
+    is_tax_exempt: false,
+    tax_inclusive: true,
+    currency,
+    items: [{ description: input.description, quantity: 1, unit_price: input.amount }],
+    external_reference: input.external_reference,
+    send_immediately: false,
+  };
+}
+
 /**
- * Decisions §11: the client (reused by e-mail), a tax-inclusive invoice of one item due today,
- * sent at once with no e-mail, and the pending session with its expiry job, all in the caller's
- * transaction. The provider is asked first, before anything is written.
+ * Everything that calls out, on the pool before the request's transaction (decisions §10): the
+ * request is checked first, the rate of a foreign currency fetched, and only a checkout that can
+ * be created opens a session at the gateway.
  */
-export async function createCheckout(db: Queryable, merchant: MerchantSettings, input: CreateCheckoutInput, deps: CheckoutDeps): Promise<CheckoutSessionResource> {
+export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: CreateCheckoutInput, deps: OpeningDeps): Promise<OpenedSession> {
   const currency = (input.currency ?? merchant.base_currency).toUpperCase();
   if (!isCurrency(currency)) {
     throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported.`, { details: { currency: input.currency } });
@@ -66,14 +96,16 @@ export async function createCheckout(db: Queryable, merchant: MerchantSettings, 
     throw amountError(`must have at most ${precision(currency)} decimals for ${currency}`);
   }
   // Read now, not from the key cache: a provider set a moment ago is used at once.
-  const provider = providerFor((await getMerchant(db, merchant.id))?.payment_provider ?? null);
+  const provider = providerFor((await getMerchant(sql, merchant.id))?.payment_provider ?? null);
   const now = clock.now();
   const today = dateInZone(now, merchant.timezone);
-  const id = newId();
+  await prepareRates(sql, merchant, [checkoutInvoice(input, currency, today)], deps.exchangeRatesUrl);
+  if (currency !== merchant.base_currency) await exchangeRate(sql, merchant.id, currency, merchant.base_currency, today);
+  const checkoutId = newId();
   const amount = new Decimal(input.amount).toFixed();
   const expiresAt = new Date(now.getTime() + deps.ttlSeconds * 1000);
   const session = await openSession(provider, {
-    checkoutId: id,
+    checkoutId,
     merchantId: merchant.id,
     amount,
     currency,
@@ -81,32 +113,33 @@ export async function createCheckout(db: Queryable, merchant: MerchantSettings, 
     customerEmail: input.customer_email,
     expiresAt,
   });
-  const draft = await createInvoice(
-    db,
-    merchant,
-    {
-      client: { name: input.customer_name, email: input.customer_email },
-      issue_date: today,
-      due_date: today,
-      is_tax_exempt: false,
-      tax_inclusive: true,
-      currency,
-      items: [{ description: input.description, quantity: 1, unit_price: input.amount }],
-      external_reference: input.external_reference,
-      send_immediately: false,
-    },
-    deps,
-  );
+  return { checkoutId, currency, amount, provider: provider.name, providerSessionId: session.sessionId, expiresAt };
+}
+
+/**
+ * Decisions §11: the client (reused by e-mail), a tax-inclusive invoice of one item due today,
+ * sent at once with no e-mail, and the pending session of the gateway's `opened` one with its
+ * expiry job, all in the caller's transaction.
+ */
+export async function createCheckout(
+  db: Queryable,
+  merchant: MerchantSettings,
+  input: CreateCheckoutInput,
+  opened: OpenedSession,
+  deps: InvoiceDeps,
+): Promise<CheckoutSessionResource> {
+  const now = clock.now();
+  const draft = await createInvoice(db, merchant, checkoutInvoice(input, opened.currency, dateInZone(now, merchant.timezone)), deps);
   await q.markCheckoutInvoice(db, merchant.id, draft.id);
   const invoice = await sendInvoice(db, merchant, draft.id, undefined, deps);
   const row = await q.insertSession(db, {
-    id,
+    id: opened.checkoutId,
     merchant_id: merchant.id,
     invoice_id: invoice.id,
     token: randomToken(),
     csrf_token: randomToken(),
-    amount,
-    currency,
+    amount: opened.amount,
+    currency: opened.currency,
     description: input.description,
     customer_name: input.customer_name,
     customer_email: input.customer_email,
@@ -114,12 +147,12 @@ export async function createCheckout(db: Queryable, merchant: MerchantSettings, 
     cancel_url: input.cancel_url,
     external_reference: input.external_reference ?? null,
     locale: invoice.locale,
-    provider: provider.name,
-    provider_session_id: session.sessionId,
-    expires_at: expiresAt,
+    provider: opened.provider,
+    provider_session_id: opened.providerSessionId,
+    expires_at: opened.expiresAt,
     created_at: now,
   });
-  await enqueue(deps.boss, db, queues.checkoutExpire.name, { checkout_id: id }, { startAfter: expiresAt, singletonKey: id });
+  await enqueue(deps.boss, db, queues.checkoutExpire.name, { checkout_id: row.id }, { startAfter: opened.expiresAt, singletonKey: row.id });
   return checkoutResource(row, deps.urls.publicBase, now);
 }
 
@@ -132,50 +165,92 @@ export async function getCheckoutStatus(db: Queryable, merchantId: string, id: s
 export type PaymentOutcome =
   | { kind: 'paid'; session: q.CheckoutRow }
   | { kind: 'declined'; session: q.CheckoutRow }
-  /** Nothing was attempted: the session is completed or expired, or the merchant closed its invoice. */
+  /**
+   * Nothing was attempted (the session is completed or expired, the merchant closed its invoice,
+   * or another attempt still held it), or the attempt outlived its claim.
+   */
   | { kind: 'closed' };
 
+// How long a payment attempt holds its session. A gateway call ends long before (adapters time
+// out well within it), so only a process that died mid-call lets a claim run out.
+const PAYMENT_CLAIM_SECONDS = 120;
+// A second click waits this long for the attempt in flight, so that it lands where that one does.
+const CLAIM_WAIT_MS = 10_000;
+const CLAIM_POLL_MS = 100;
+
 /**
- * The customer's Pay (or, in a sandbox, simulated decline), in one transaction: the session and
- * its invoice are locked while still payable, the provider decides, and the outcome is recorded
- * with its events. A second click, another tab or the expiry arriving meanwhile waits for the
- * lock and then finds the session no longer pending: one payment, one outcome.
+ * The session claimed for one attempt. A click while another attempt holds it waits for that one
+ * and then tries again, as a click waiting for a row lock would: after a decline it may pay, after
+ * a payment it finds the session completed.
+ */
+async function claimSession(sql: Sql, token: string): Promise<q.CheckoutRow | null> {
+  for (let polls = CLAIM_WAIT_MS / CLAIM_POLL_MS; ; polls--) {
+    const now = clock.now();
+    const claimed = await q.claimPayableSession(sql, token, newId(), now, new Date(now.getTime() + PAYMENT_CLAIM_SECONDS * 1000));
+    if (claimed) return claimed;
+    if (polls === 0 || !(await q.paymentInFlight(sql, token, now))) return null;
+    await sleep(CLAIM_POLL_MS);
+  }
+}
+
+/**
+ * The customer's Pay (or, in a sandbox, simulated decline). The gateway is never asked with a
+ * transaction open (decisions §10): a short statement claims the session while it is payable and
+ * its invoice open, the provider decides, and a new transaction records the outcome with its
+ * events, guarded on the claim. A second click, another tab or the expiry meanwhile finds the
+ * session claimed: one payment, one outcome.
  */
 export async function submitPayment(sql: Sql, token: string, action: CustomerAction, deps: InvoiceDeps): Promise<PaymentOutcome> {
-  return sql.begin(async (tx) => {
-    const now = clock.now();
-    const s = await q.lockPayableSession(tx, token, now);
-    if (!s) return { kind: 'closed' };
-    const invoiceStatus = await q.lockInvoiceStatus(tx, s.merchant_id, s.invoice_id);
-    if (!invoiceStatus || !(invoiceQ.OPEN_STATUSES as readonly string[]).includes(invoiceStatus)) return { kind: 'closed' };
-    const provider = providerFor(s.provider);
-    const result = await confirmPayment(provider, { sessionId: s.provider_session_id, amount: s.amount, currency: s.currency, action });
-    const paymentId = newId();
-    const succeeded = result.status === 'succeeded';
-    await invoiceQ.insertPayment(tx, {
-      id: paymentId,
-      merchant_id: s.merchant_id,
-      invoice_id: s.invoice_id,
-      amount: s.amount,
-      currency: s.currency,
-      method: result.method,
-      notes: null,
-      provider: provider.name,
-      transaction_id: result.transactionId,
-      status: result.status,
-      paid_at: succeeded ? now : null,
-      created_at: now,
-    });
-    const payment = await getPaymentResource(tx, s.merchant_id, paymentId);
-    if (!succeeded) {
-      const declined = await q.markPaymentFailed(tx, s.id, now);
-      if (!declined) throw new AppError('internal_error', `Checkout ${s.id} changed while locked.`);
-      await emitEvent(tx, deps.boss, s.merchant_id, 'payment.failed', { object: payment });
-      return { kind: 'declined', session: declined };
-    }
-    const invoice = await invoiceQ.markPaid(tx, s.merchant_id, s.invoice_id, { amount: null, provider: provider.name, transactionId: result.transactionId, now });
-    const completed = await q.markCompleted(tx, s.id, now);
-    if (!invoice || !completed) throw new AppError('internal_error', `Checkout ${s.id} changed while locked.`);
+  const claimed = await claimSession(sql, token);
+  if (!claimed) return { kind: 'closed' };
+  const claim = claimed.payment_claim!;
+  let result: PaymentResult;
+  try {
+    const request = { sessionId: claimed.provider_session_id, amount: claimed.amount, currency: claimed.currency, action };
+    result = await confirmPayment(providerFor(claimed.provider), request);
+  } catch (err) {
+    // The gateway refused or failed: nothing to record, and the next try may start at once.
+    await q.releaseClaim(sql, claimed.id, claim);
+    throw err;
+  }
+  return sql.begin((tx) => recordPayment(tx, claimed, claim, result, deps));
+}
+
+/**
+ * The attempt's outcome. The payment row and its event are written whatever happened meanwhile:
+ * they record what the gateway did. The session and the invoice move only while the claim holds.
+ */
+async function recordPayment(tx: Queryable, s: q.CheckoutRow, claim: string, result: PaymentResult, deps: InvoiceDeps): Promise<PaymentOutcome> {
+  const now = clock.now();
+  const paymentId = newId();
+  const succeeded = result.status === 'succeeded';
+  await invoiceQ.insertPayment(tx, {
+    id: paymentId,
+    merchant_id: s.merchant_id,
+    invoice_id: s.invoice_id,
+    amount: s.amount,
+    currency: s.currency,
+    method: result.method,
+    notes: null,
+    provider: s.provider,
+    transaction_id: result.transactionId,
+    status: result.status,
+    paid_at: succeeded ? now : null,
+    created_at: now,
+  });
+  const payment = await getPaymentResource(tx, s.merchant_id, paymentId);
+  if (!succeeded) {
+    const declined = await q.markPaymentFailed(tx, s.id, claim, now);
+    await emitEvent(tx, deps.boss, s.merchant_id, 'payment.failed', { object: payment });
+    return declined ? { kind: 'declined', session: declined } : { kind: 'closed' };
+  }
+  const completed = await q.markCompleted(tx, s.id, claim, now);
+  await emitEvent(tx, deps.boss, s.merchant_id, 'payment.succeeded', { object: payment });
+  if (!completed) return { kind: 'closed' };
+  // An invoice the merchant cancelled or marked paid during the gateway call stays as it is; the
+  // payment and the completed session tell them the customer paid.
+  const invoice = await invoiceQ.markPaid(tx, s.merchant_id, s.invoice_id, { amount: null, provider: s.provider, transactionId: result.transactionId, now });
+  if (invoice) {
     await queueEmail(tx, deps.boss, {
       merchant_id: s.merchant_id,
       invoice_id: s.invoice_id,
@@ -185,11 +260,10 @@ export async function submitPayment(sql: Sql, token: string, action: CustomerAct
       locale: invoice.locale,
       data: { payment_id: paymentId, amount: formatAmount(invoice.total, invoice.currency), paid_at: iso(now) },
     });
-    await emitEvent(tx, deps.boss, s.merchant_id, 'payment.succeeded', { object: payment });
     await emitEvent(tx, deps.boss, s.merchant_id, 'invoice.paid', { object: await getInvoice(tx, s.merchant_id, s.invoice_id, deps.urls) });
-    await emitEvent(tx, deps.boss, s.merchant_id, 'checkout.completed', { object: checkoutResource(completed, deps.urls.publicBase, now) });
-    return { kind: 'paid', session: completed };
-  });
+  }
+  await emitEvent(tx, deps.boss, s.merchant_id, 'checkout.completed', { object: checkoutResource(completed, deps.urls.publicBase, now) });
+  return { kind: 'paid', session: completed };
 }
 
 /**
@@ -210,13 +284,16 @@ export async function expireCheckout(db: Queryable, id: string, now: Date, deps:
 
 /**
  * The expiry job of one session. pg-boss starts it by the database's clock; when that ran a
- * little ahead of ours the session is not due yet, and throwing has the job retried shortly.
+ * little ahead of ours the session is not due yet, and throwing has the job retried shortly. A
+ * session held by a payment attempt is left to it the same way: retried, it is completed or
+ * expired by then.
  */
 export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
   if (await sql.begin((tx) => expireCheckout(tx, id, now, deps))) return true;
   const s = await q.sessionById(sql, id);
-  if (s?.status === 'pending') throw new Error(`checkout ${id} is not due until ${s.expires_at.toISOString()}`);
-  return false;
+  if (s?.status !== 'pending') return false;
+  if (s.expires_at > now) throw new Error(`checkout ${id} is not due until ${s.expires_at.toISOString()}`);
+  throw new Error(`checkout ${id} is being paid; its outcome decides`);
 }
 
 // Batches keep each sweep transaction short; the loop runs until nothing is left.

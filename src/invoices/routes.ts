@@ -10,7 +10,15 @@ import * as s from './schemas.js';
 import * as service from './service.js';
 
 export function invoiceDeps(ctx: AppContext): service.InvoiceDeps {
-  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL, boss: ctx.boss };
+  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, boss: ctx.boss };
+}
+
+/** Bulk items that will pass validation; the others fail on their own and need no rate. */
+function validItems(items: unknown[]): s.CreateInvoiceInput[] {
+  return items.flatMap((raw) => {
+    const parsed = s.createInvoiceBody.safeParse(raw);
+    return parsed.success ? [parsed.data] : [];
+  });
 }
 
 const createExample = {
@@ -35,6 +43,7 @@ export const invoiceRoutes = [
     response: { status: 201, description: 'The invoice was created', schema: s.invoiceCreated },
     errors: ['currency_not_supported', 'currency_conversion_failed', 'idempotency_conflict'],
     example: { body: createExample },
+    prepare: ({ body, auth, ctx }) => service.prepareRates(ctx.sql, auth.merchant, [body], ctx.config.EXCHANGE_RATES_URL),
     handler: async ({ body, auth, ctx, db }) => {
       const deps = invoiceDeps(ctx);
       const row = await service.createInvoice(db, auth.merchant, body, deps);
@@ -55,6 +64,7 @@ export const invoiceRoutes = [
     response: { status: 200, description: 'Per-item results', schema: s.bulkResult },
     errors: ['idempotency_conflict'],
     example: { body: { invoices: [createExample] } },
+    prepare: ({ body, auth, ctx }) => service.prepareRates(ctx.sql, auth.merchant, validItems(body.invoices), ctx.config.EXCHANGE_RATES_URL),
     handler: async ({ body, auth, ctx, db }) => {
       const deps = invoiceDeps(ctx);
       // Non-GET handlers always run inside the request's transaction.

@@ -1,5 +1,5 @@
 import type PgBoss from 'pg-boss';
-import type { Queryable } from '../db/client.js';
+import type { Queryable, Sql } from '../db/client.js';
 import { queueEmail } from '../email/outbox.js';
 import { AppError } from '../errors.js';
 import { clock, dateInZone } from '../clock.js';
@@ -9,7 +9,7 @@ import type { MerchantSettings } from '../http/auth.js';
 import { computeTotals, type Decimal, formatAmount, formatUnitPrice, formatExchangeRate, formatQuantity, formatRate, isCurrency } from '../money.js';
 import { findOrCreateClient } from '../clients/service.js';
 import { emitEvent, subscriptionCheck } from '../events/emit.js';
-import { exchangeRate } from '../rates/service.js';
+import { exchangeRate, fetchMissingRates, type RateNeed } from '../rates/service.js';
 import * as q from './queries.js';
 import type { CreateInvoiceInput, InvoiceStatus, Locale } from './schemas.js';
 
@@ -22,7 +22,6 @@ export interface InvoiceDeps {
   urls: Urls;
   /** Sending queues the invoice e-mail as a job in the same transaction. */
   boss: PgBoss;
-  exchangeRatesUrl?: string;
 }
 
 export function invoiceResource(row: q.ListedInvoice, urls: Urls) {
@@ -127,23 +126,50 @@ export function itemRows(items: CreateInvoiceInput['items'], lineTotals: Decimal
   }));
 }
 
-/** Creates a draft (and sends it when asked) inside the caller's transaction. */
+function invoiceCurrency(merchant: MerchantSettings, input: CreateInvoiceInput): string {
+  return (input.currency ?? merchant.base_currency).toUpperCase();
+}
+
+function issueDate(merchant: MerchantSettings, input: CreateInvoiceInput, now: Date): string {
+  return input.issue_date ?? dateInZone(now, merchant.timezone);
+}
+
+/** The foreign-currency rate a create request will read; none for one that will fail validation. */
+function rateNeeded(merchant: MerchantSettings, input: CreateInvoiceInput, now: Date): RateNeed | null {
+  const currency = invoiceCurrency(merchant, input);
+  const date = issueDate(merchant, input, now);
+  if (currency === merchant.base_currency || !isCurrency(currency) || input.due_date < date) return null;
+  return { currency, date };
+}
+
+/**
+ * Before the request's transaction (decisions §10): the provider is asked for the rates these
+ * create requests need and the table lacks. The transaction's "today" may be a day later, past
+ * midnight; the rate fetched here still counts then (a rate up to 7 days old does).
+ */
+export async function prepareRates(sql: Sql, merchant: MerchantSettings, inputs: CreateInvoiceInput[], providerUrl: string | undefined): Promise<void> {
+  const now = clock.now();
+  const needs = inputs.flatMap((input) => rateNeeded(merchant, input, now) ?? []);
+  await fetchMissingRates(sql, providerUrl, merchant.id, merchant.base_currency, needs);
+}
+
+/**
+ * Creates a draft (and sends it when asked) inside the caller's transaction. A foreign currency's
+ * rate is read from the table only: `prepareRates` fetched what was missing.
+ */
 export async function createInvoice(db: Queryable, merchant: MerchantSettings, input: CreateInvoiceInput, deps: InvoiceDeps): Promise<q.InvoiceRow> {
-  const currency = (input.currency ?? merchant.base_currency).toUpperCase();
+  const currency = invoiceCurrency(merchant, input);
   if (!isCurrency(currency)) {
     throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported.`, { details: { currency: input.currency } });
   }
   const now = clock.now();
-  const issueDate = input.issue_date ?? dateInZone(now, merchant.timezone);
-  if (input.due_date < issueDate) {
-    throw AppError.validation([{ path: 'due_date', message: `must be on or after issue_date (${issueDate})` }]);
+  const issued = issueDate(merchant, input, now);
+  if (input.due_date < issued) {
+    throw AppError.validation([{ path: 'due_date', message: `must be on or after issue_date (${issued})` }]);
   }
   let exchange: { rate: string; base: string } | null = null;
   if (currency !== merchant.base_currency) {
-    exchange = {
-      rate: await exchangeRate(db, deps.exchangeRatesUrl, merchant.id, currency, merchant.base_currency, issueDate),
-      base: merchant.base_currency,
-    };
+    exchange = { rate: await exchangeRate(db, merchant.id, currency, merchant.base_currency, issued), base: merchant.base_currency };
   }
   const totals = computeTotals(input.items, {
     currency,
@@ -160,7 +186,7 @@ export async function createInvoice(db: Queryable, merchant: MerchantSettings, i
     currency,
     exchange_rate: exchange?.rate ?? null,
     base_currency: exchange?.base ?? null,
-    issue_date: issueDate,
+    issue_date: issued,
     due_date: input.due_date,
     is_tax_exempt: input.is_tax_exempt,
     tax_inclusive: input.tax_inclusive,

@@ -61,12 +61,24 @@ function load(): Assets {
   return assets;
 }
 
+// scheme://host[:port] and nothing else: no character that could end a source or a directive.
+const CLEAN_ORIGIN = /^https?:\/\/(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The origin a CSP source list may name, or null. The API checks these URLs' hosts already; this is
+ * the second lock, for sessions stored before that check and for any gap in it.
+ */
+function cspOrigin(url: string): string | null {
+  const origin = URL.canParse(url) ? new URL(url).origin : '';
+  return CLEAN_ORIGIN.test(origin) ? origin : null;
+}
+
 /**
  * The hosted invoice page's headers. Forms may target only this site, and the URLs a form's answer
  * redirects to: browsers check a form's redirects against form-action too.
  */
 function securityHeaders(reply: FastifyReply, formRedirects: string[] = []): void {
-  const origins = [...new Set(formRedirects.map((u) => new URL(u).origin))].join(' ');
+  const origins = [...new Set(formRedirects.flatMap((u) => cspOrigin(u) ?? []))].join(' ');
   reply.header(
     'Content-Security-Policy',
     `default-src 'none'; style-src ${load().styleHash}; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'${origins ? ` ${origins}` : ''}`,
