@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
 import type { Tx } from '../src/db/client.js';
-import { lockEmail, markSent, markSkipped, recordFailure, startAttempt, type EmailRow } from '../src/email/queries.js';
+import { claimEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, type EmailRow } from '../src/email/queries.js';
 import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
@@ -108,100 +108,104 @@ async function staleReason(tx: Tx, email: EmailRow): Promise<string | null> {
   return null;
 }
 
-// Room left in the lease for the run to finish after its last try at recording a delivery.
+// Room left in the job's lease for the run to finish after its last try at recording a delivery.
 const LEASE_MARGIN_SECONDS = 10;
 const RECORD_RETRY_MS = 500;
+// How long a run's claim on its row holds. Longer than the SMTP timeouts (src/email/transport.ts:
+// 10 s to connect, 10 s for the greeting, 20 s of silence), so a live run keeps its claim to the
+// end; shorter than the job's lease less the margin, so when pg-boss hands a job whose worker died
+// to another run, the claim that worker left has already run out and the row can be taken again.
+const CLAIM_SECONDS = 45;
+if (CLAIM_SECONDS >= queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) {
+  throw new Error('the e-mail claim must run out before pg-boss hands the job to another run');
+}
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
+ * This run's claim on the row, or null when there is nothing to send (gone, final, or skipped here
+ * as stale). EmailInFlightError when another run's claim is live.
+ */
+async function claim(tx: Tx, id: string): Promise<EmailRow | null> {
+  const row = await findEmail(tx, id);
+  if (!row || row.status !== 'queued') return null;
+  const stale = await staleReason(tx, row);
+  if (stale) {
+    if (await markSkipped(tx, id, stale)) return null;
+  } else {
+    const claimed = await claimEmail(tx, id, CLAIM_SECONDS);
+    if (claimed) return claimed;
+  }
+  // The guarded write found the row final by now, or claimed by a run that is still live.
+  const now = await findEmail(tx, id);
+  if (now?.status === 'queued') throw new EmailInFlightError(id);
+  return null;
+}
+
+/**
  * Delivers one recorded e-mail, once however many runs of its job overlap (pg-boss hands a job
  * whose lease ran out to another worker while the first may still be talking SMTP). A row already
- * final sends nothing; a stale one is skipped; a run that finds the row locked by another run
- * throws EmailInFlightError, so pg-boss retries after that run has finished and the retry sends
- * nothing. A failure is recorded and thrown so pg-boss retries with backoff; the last one marks
- * the row failed.
+ * final sends nothing; a stale one is skipped; a run that finds the row claimed by another live
+ * run throws EmailInFlightError, so pg-boss retries after that run has finished and the retry
+ * sends nothing. A failure is recorded and thrown so pg-boss retries with backoff; the last one
+ * marks the row failed.
+ *
+ * No transaction is open and no connection held while SMTP talks (decisions §10): a slow server
+ * would otherwise keep a pool connection and a row lock for as long as it likes. The claim is
+ * committed first (so a crash mid-send still shows the attempt), and the outcome is recorded
+ * afterwards under that claim.
  */
 export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt: boolean): Promise<void> {
   // The run began moments after pg-boss leased the job: until then no other run can take it.
   const leaseEnds = Date.now() + (queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) * 1000;
   const { email_id } = payload.parse(data);
-  // The attempt must be committed before delivery, so that a crash mid-send still shows it: the
-  // claim is a transaction of its own, and the delivery below locks the row again.
-  const email = await deps.sql.begin(async (tx) => {
-    const row = await lockEmail(tx, email_id);
-    if (!row || row.status !== 'queued') return null;
-    const stale = await staleReason(tx, row);
-    if (stale) {
-      await markSkipped(tx, row.id, stale);
-      return null;
-    }
-    return startAttempt(tx, row.id);
-  });
+  const email = await deps.sql.begin((tx) => claim(tx, email_id));
   if (!email) return;
+  const lease = email.sending_until!;
 
   let message: Awaited<ReturnType<typeof compose>>;
   try {
     message = await compose(deps, email);
   } catch (err) {
-    await recordFailure(deps.sql, email.id, errorText(err), finalAttempt);
+    await recordFailure(deps.sql, email.id, lease, errorText(err), finalAttempt);
     throw err;
   }
 
-  // The row stays locked while SMTP talks: an overlapping run cannot send it again meanwhile.
-  const handedOver: { delivery?: Promise<{ providerId: string; at: Date }> } = {};
-  let failure: { error: unknown } | null;
+  let sent: { providerId: string; at: Date };
   try {
-    failure = await deps.sql.begin(async (tx) => {
-      // Another run may have claimed and sent it between the claim above and this lock.
-      const row = await lockEmail(tx, email_id);
-      if (!row || row.status !== 'queued') return null;
-      handedOver.delivery = deps.mailer.deliver(message).then((providerId) => ({ providerId, at: clock.now() }));
-      let sent: { providerId: string; at: Date };
-      try {
-        sent = await handedOver.delivery;
-      } catch (error) {
-        // Recorded, committed, then thrown: pg-boss retries, and the row says why.
-        await recordFailure(tx, row.id, errorText(error), finalAttempt);
-        return { error };
-      }
-      await markSent(tx, row.id, message.subject, sent.providerId, sent.at);
-      return null;
-    });
-  } catch (err) {
-    if (!handedOver.delivery) throw err;
-    // The database went away with the message at the SMTP server (the transaction fails as soon as
-    // its connection closes, while SMTP may still be talking). Not sent: the retry sends it. Sent:
-    // forgetting it would send it twice, so it is recorded as soon as the database is back.
-    const sent = await handedOver.delivery.catch(() => null);
-    if (!sent) throw err;
-    await recordSentOnceBack(deps, email_id, message.subject, sent, leaseEnds, err);
-    return;
+    sent = { providerId: await deps.mailer.deliver(message), at: clock.now() };
+  } catch (error) {
+    // Recorded, then thrown: pg-boss retries, and the row says why.
+    await recordFailure(deps.sql, email.id, lease, errorText(error), finalAttempt);
+    throw error;
   }
-  if (failure) throw failure.error;
+  await recordSent(deps, email.id, lease, message.subject, sent, leaseEnds);
 }
 
 /**
- * Retries marking the e-mail sent until it works or the job's lease is nearly over: no other run
- * can take the job before then, so a database outage shorter than that sends nothing twice.
+ * Marks the e-mail sent. The message is at the SMTP server: forgetting it would send it twice, so
+ * a database that is away is retried until the job's lease is nearly over; no other run of the
+ * job can start before then, so an outage shorter than that sends nothing twice.
  */
-async function recordSentOnceBack(
+async function recordSent(
   deps: WorkerDeps,
   emailId: string,
+  lease: Date,
   subject: string,
   sent: { providerId: string; at: Date },
   until: number,
-  firstError: unknown,
 ): Promise<void> {
-  let last = firstError;
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, RECORD_RETRY_MS));
+  for (;;) {
+    let recorded: boolean;
     try {
-      await markSent(deps.sql, emailId, subject, sent.providerId, sent.at);
-      return;
+      recorded = await markSent(deps.sql, emailId, lease, subject, sent.providerId, sent.at);
     } catch (err) {
-      last = err;
+      if (Date.now() + RECORD_RETRY_MS >= until) throw err;
+      await new Promise((r) => setTimeout(r, RECORD_RETRY_MS));
+      continue;
     }
+    if (recorded) return;
+    // Only when this run outlived its claim and another run claimed the row since.
+    throw new Error(`e-mail ${emailId} was delivered, but another run claimed it after this run's claim ran out: it may arrive twice`);
   }
-  throw last;
 }

@@ -29,8 +29,8 @@ export interface Worker {
 }
 
 // pg-boss 10 waits a polling interval after every fetch, found or not: throughput is pollers ×
-// batch size per interval. Each e-mail holds a connection while SMTP talks, so e-mails go one per
-// poller; fan-out is quick row writing; webhook attempts mostly wait on receivers (up to 15 s).
+// batch size per interval. E-mails go one per poller (each is an SMTP conversation of its own);
+// fan-out is quick row writing; webhook attempts mostly wait on receivers (up to 15 s).
 const EMAIL = { pollers: 4, batchSize: 1 };
 const FANOUT = { pollers: 1, batchSize: 25 };
 const WEBHOOK = { pollers: 4, batchSize: 8 };

@@ -1,4 +1,4 @@
-import type { Queryable, Tx } from '../db/client.js';
+import type { Queryable } from '../db/client.js';
 
 export interface EmailRow {
   id: string;
@@ -16,6 +16,8 @@ export interface EmailRow {
   last_error: string | null;
   created_at: Date;
   sent_at: Date | null;
+  /** While a run is delivering the message: until when its claim holds. */
+  sending_until: Date | null;
 }
 
 export type NewEmail = Pick<EmailRow, 'id' | 'merchant_id' | 'invoice_id' | 'kind' | 'dedupe_key' | 'to_address' | 'locale' | 'data' | 'created_at'>;
@@ -31,7 +33,7 @@ export async function insertEmail(db: Queryable, e: NewEmail): Promise<EmailRow 
   return rows[0] ?? null;
 }
 
-/** Another run of the same e-mail holds its row: it is delivering right now. */
+/** Another run of the same e-mail holds a live claim on its row: it is delivering right now. */
 export class EmailInFlightError extends Error {
   constructor(id: string) {
     super(`e-mail ${id} is being delivered by another run; retry once it is done`);
@@ -39,42 +41,63 @@ export class EmailInFlightError extends Error {
   }
 }
 
-const LOCK_NOT_AVAILABLE = '55P03';
-
-/**
- * Locks the row until `tx` ends; throws EmailInFlightError at once, instead of waiting, when
- * another run holds it. A run that dies releases it with its connection.
- */
-export async function lockEmail(tx: Tx, id: string): Promise<EmailRow | null> {
-  try {
-    const rows = await tx<EmailRow[]>`SELECT * FROM emails WHERE id = ${id} FOR UPDATE NOWAIT`;
-    return rows[0] ?? null;
-  } catch (err) {
-    if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new EmailInFlightError(id);
-    throw err;
-  }
-}
-
-/** Counted and committed before the message goes out, so a crash mid-send still shows it. */
-export async function startAttempt(db: Queryable, id: string): Promise<EmailRow | null> {
-  const rows = await db<EmailRow[]>`
-    UPDATE emails SET attempts = attempts + 1 WHERE id = ${id} AND status = 'queued' RETURNING *`;
+export async function findEmail(db: Queryable, id: string): Promise<EmailRow | null> {
+  const rows = await db<EmailRow[]>`SELECT * FROM emails WHERE id = ${id}`;
   return rows[0] ?? null;
 }
 
-/** Final: the message lost its reason before it went out; `reason` says which. */
-export async function markSkipped(db: Queryable, id: string, reason: string): Promise<void> {
-  await db`UPDATE emails SET status = 'skipped', last_error = ${reason} WHERE id = ${id} AND status = 'queued'`;
+/**
+ * Claims a queued row nobody else holds for `seconds`, counting the attempt; null when it is
+ * final or another run's claim is still live. The returned `sending_until` is the run's token for
+ * recording its outcome: it is cut to milliseconds so that it survives the round trip through a
+ * JavaScript Date unchanged, and each claim of a row ends later than the one it replaced.
+ */
+export async function claimEmail(db: Queryable, id: string, seconds: number): Promise<EmailRow | null> {
+  const rows = await db<EmailRow[]>`
+    UPDATE emails SET sending_until = date_trunc('milliseconds', now()) + make_interval(secs => ${seconds}),
+                      attempts = attempts + 1
+     WHERE id = ${id} AND status = 'queued' AND (sending_until IS NULL OR sending_until < now())
+    RETURNING *`;
+  return rows[0] ?? null;
 }
 
-export async function markSent(db: Queryable, id: string, subject: string, providerId: string, at: Date): Promise<void> {
-  await db`
-    UPDATE emails SET status = 'sent', subject = ${subject}, provider_message_id = ${providerId}, sent_at = ${at}, last_error = NULL
-     WHERE id = ${id}`;
+/**
+ * Final: the message lost its reason before it went out; `reason` says which. Never while another
+ * run's claim is live: that run may already have handed the message over. False when not skipped.
+ */
+export async function markSkipped(db: Queryable, id: string, reason: string): Promise<boolean> {
+  const rows = await db`
+    UPDATE emails SET status = 'skipped', last_error = ${reason}, sending_until = NULL
+     WHERE id = ${id} AND status = 'queued' AND (sending_until IS NULL OR sending_until < now())
+    RETURNING id`;
+  return rows.length > 0;
 }
 
-export async function recordFailure(db: Queryable, id: string, error: string, final: boolean): Promise<void> {
-  await db`
-    UPDATE emails SET last_error = ${error.slice(0, 1000)}, status = CASE WHEN ${final} THEN 'failed' ELSE status END
-     WHERE id = ${id} AND status = 'queued'`;
+/**
+ * Records the delivery made under the claim `lease`. Also when that claim ran out, unless another
+ * run has a live claim of its own (it will record its outcome): the message did go out, and
+ * leaving the row queued would have it sent again. False when it was not recorded.
+ */
+export async function markSent(db: Queryable, id: string, lease: Date, subject: string, providerId: string, at: Date): Promise<boolean> {
+  const rows = await db`
+    UPDATE emails SET status = 'sent', subject = ${subject}, provider_message_id = ${providerId}, sent_at = ${at},
+                      last_error = NULL, sending_until = NULL
+     WHERE id = ${id} AND status = 'queued'
+       AND (sending_until = ${lease} OR sending_until IS NULL OR sending_until < now())
+    RETURNING id`;
+  return rows.length > 0;
+}
+
+/**
+ * Records a failed attempt, and ends the claim so that the retry need not wait for it to run
+ * out. Only by the run whose claim `lease` still is: a run that lost its claim must not erase what
+ * a later run did. False when it was not recorded.
+ */
+export async function recordFailure(db: Queryable, id: string, lease: Date, error: string, final: boolean): Promise<boolean> {
+  const rows = await db`
+    UPDATE emails SET last_error = ${error.slice(0, 1000)}, status = CASE WHEN ${final} THEN 'failed' ELSE status END,
+                      sending_until = NULL
+     WHERE id = ${id} AND status = 'queued' AND sending_until = ${lease}
+    RETURNING id`;
+  return rows.length > 0;
 }

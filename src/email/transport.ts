@@ -10,7 +10,8 @@ export interface Mailer {
   close(): void;
 }
 
-// Shorter than the e-mail job's 60 s lease, so a slow server fails the attempt instead of the lease.
+// Together shorter than an e-mail run's 45 s claim (jobs/email-send.ts), so a slow server fails
+// the attempt instead of outliving the claim.
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
 
 /** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message. */
