@@ -1,18 +1,15 @@
 // SSRF guard for webhook deliveries: the address table, the creation-time URL check, and a real
 // https.request through the guarded lookup against a local TLS server.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo, LookupFunction } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import {
   assertConnectTarget,
   checkWebhookUrl,
   forbiddenAddressReason,
   guardedLookup,
 } from '../src/webhooks/address-guard.js';
+import { selfSignedCertificate } from './helpers/self-signed.js';
 
 const table: Array<[string, string | null]> = [
   // IPv4, with both sides of each boundary.
@@ -180,17 +177,8 @@ t.test('assertConnectTarget judges IP literals only', async (t) => {
 });
 
 t.test('a real https.request through the guarded lookup', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'address-guard-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1']
-      .concat(['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'])
-      .concat(['-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')]),
-    { stdio: 'ignore' },
-  );
-  const cert = readFileSync(path.join(dir, 'cert.pem'));
-  const server = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert }, (_req, res) => res.end('ok'));
+  const { key, cert } = selfSignedCertificate();
+  const server = https.createServer({ key, cert }, (_req, res) => res.end('ok'));
   let connections = 0;
   server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -21,24 +21,7 @@ import * as merchants from '../src/merchants/service.js';
 import { formatAmount } from '../src/money.js';
 import { setRate } from '../src/rates/service.js';
 import { until } from './helpers/until.js';
-
-const SUCCESS = 'https://shop.example/orders/1/paid';
-const CANCEL = 'https://shop.example/orders/1';
-
-let seq = 0;
-
-function checkoutBody(extra: Record<string, unknown> = {}): Record<string, any> {
-  seq += 1;
-  return {
-    amount: 11900,
-    description: 'Pedido 1001',
-    customer_email: `comprador${seq}@example.cl`,
-    customer_name: `Comprador ${seq}`,
-    success_url: SUCCESS,
-    cancel_url: CANCEL,
-    ...extra,
-  };
-}
+import { CANCEL, SUCCESS, checkoutBody } from './helpers/checkout.js';
 
 /** A merchant with this provider (none: null) and a key for it. */
 async function seller(h: TestApp, provider: string | null = 'sandbox', scopes: Parameters<TestApp['key']>[0] = ['*']) {

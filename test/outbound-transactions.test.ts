@@ -14,24 +14,7 @@ import { clock } from '../src/clock.js';
 import { registerProvider } from '../src/checkout/providers/registry.js';
 import type { PaymentProvider } from '../src/checkout/providers/provider.js';
 import { sandboxProvider } from '../src/checkout/providers/sandbox.js';
-
-const SUCCESS = 'https://shop.example/orders/1/paid';
-const CANCEL = 'https://shop.example/orders/1';
-
-let seq = 0;
-
-function checkoutBody(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  seq += 1;
-  return {
-    amount: 11900,
-    description: 'Pedido 1001',
-    customer_email: `comprador${seq}@example.cl`,
-    customer_name: `Comprador ${seq}`,
-    success_url: SUCCESS,
-    cancel_url: CANCEL,
-    ...extra,
-  };
-}
+import { SUCCESS, checkoutBody } from './helpers/checkout.js';
 
 /** Sessions of the test's database inside a transaction and waiting for their client. */
 async function idleInTransaction(h: TestApp): Promise<number> {

@@ -4,12 +4,9 @@
 // duplicates an older database holds), ports 443 and 8443; `last_error` is a category, the raw
 // error is for the admin router only.
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { isEnvelope, testApp, type TestApp } from './helpers/app.js';
@@ -24,6 +21,7 @@ import * as merchants from '../src/merchants/service.js';
 import { sqlDir } from '../src/paths.js';
 import { transportErrorCategory } from '../src/webhooks/http-post.js';
 import * as q from '../src/webhooks/queries.js';
+import { selfSignedCertificate } from './helpers/self-signed.js';
 
 const ADMIN_TOKEN = 'adm_limits_0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -266,16 +264,7 @@ t.test('ports 443 and 8443 only, judged before any lookup, unless private target
 
 /** An HTTPS server with a certificate nobody trusts. */
 async function selfSignedServer(t: Test): Promise<number> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'webhook-limits-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1']
-      .concat(['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'])
-      .concat(['-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')]),
-    { stdio: 'ignore' },
-  );
-  const server = https.createServer({ key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) }, (_req, res) => res.end('ok'));
+  const server = https.createServer(selfSignedCertificate(), (_req, res) => res.end('ok'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return (server.address() as AddressInfo).port;

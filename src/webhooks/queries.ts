@@ -336,15 +336,7 @@ export async function listAttempts(db: Queryable, deliveryId: string): Promise<A
 
 // ─── Test deliveries (POST .../test) ─────────────────────────────────────────
 
-export interface NewTestDelivery {
-  id: string;
-  merchant_id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  payload: string;
-  now: Date;
-}
+export type NewTestDelivery = Omit<NewDelivery, 'max_attempts' | 'is_test' | 'replay_of'>;
 
 /** One attempt, never counted toward the endpoint's failures (decisions §10, §14). */
 export async function insertTestDelivery(db: Queryable, d: NewTestDelivery): Promise<DeliveryRow> {
