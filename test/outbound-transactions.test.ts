@@ -225,6 +225,38 @@ t.test('outbound calls hold no transaction', async (t) => {
     t.equal(events!.n, 1, 'one checkout.completed');
   });
 
+  t.test("a merchant's cancel or mark-paid while the customer's payment is at the gateway: 409, and the payment completes", async (t) => {
+    const gateway = probeProvider(h, 'probe-race');
+    const { key } = await seller(h, 'probe-race');
+    const c = await create(h, key);
+    const form = await payForm(h, c.checkout_url);
+    let open!: () => void;
+    gateway.gate = new Promise<void>((r) => (open = r));
+    const entered = new Promise<void>((r) => (gateway.entered = r));
+    const paying = form.pay();
+    await entered;
+    for (const [op, body] of [['cancel', { reason: 'x' }], ['mark-paid', { payment_method: 'transfer' }]] as const) {
+      const res = await h.api('POST', `/invoices/${c.invoice_id}/${op}`, { key, body });
+      t.equal(res.status, 409, `${op} is refused while the customer pays`);
+      t.equal(res.body.code, 'invoice_invalid_state');
+      t.equal(res.body.details.payment_in_progress, true);
+      t.equal(res.body.details.status, 'sent');
+    }
+    open();
+    const paid = await paying;
+    t.equal(paid.headers.location, SUCCESS, "the customer's payment completes");
+    t.equal((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body.status, 'paid');
+    t.same((await paymentsOf(h, c.invoice_id)).map((p) => p.status), ['succeeded'], 'one payment');
+
+    // Cancelled first: the customer's click finds the invoice closed and charges nothing.
+    const later = await create(h, key);
+    const laterForm = await payForm(h, later.checkout_url);
+    t.equal((await h.api('POST', `/invoices/${later.invoice_id}/cancel`, { key, body: {} })).status, 200);
+    const refused = await laterForm.pay();
+    t.equal(refused.statusCode, 303);
+    t.equal((await paymentsOf(h, later.invoice_id)).length, 0, 'no charge on a cancelled invoice');
+  });
+
   t.test("an attempt's claim on its session: a click waits it out; once it has run out (the process died), Pay works", async (t) => {
     const { key } = await seller(h, 'sandbox');
     const c = await create(h, key);

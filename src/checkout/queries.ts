@@ -76,12 +76,20 @@ export async function sessionByToken(db: Queryable, token: string): Promise<Chec
  * its invoice still open, and no other attempt's claim running.
  */
 export async function claimPayableSession(db: Queryable, token: string, claim: string, now: Date, until: Date): Promise<CheckoutRow | null> {
+  // The share lock on the invoice orders the claim with a merchant's cancel or mark-paid, which
+  // lock the row before they look for a claim: one that committed first leaves the invoice
+  // closed, and the lock's recheck of its status then refuses the claim.
   const rows = await db<CheckoutRow[]>`
+    WITH open_invoice AS (
+      SELECT i.id, i.merchant_id FROM checkout_sessions s2 JOIN invoices i ON i.merchant_id = s2.merchant_id AND i.id = s2.invoice_id
+       WHERE s2.token = ${token} AND i.status IN ('sent', 'viewed', 'overdue')
+         FOR SHARE OF i
+    )
     UPDATE checkout_sessions s SET payment_claim = ${claim}, payment_claimed_until = ${until}
-      FROM invoices i
+      FROM open_invoice i
      WHERE s.token = ${token} AND s.status = 'pending' AND s.expires_at > ${now}
        AND (s.payment_claimed_until IS NULL OR s.payment_claimed_until <= ${now})
-       AND i.merchant_id = s.merchant_id AND i.id = s.invoice_id AND i.status IN ('sent', 'viewed', 'overdue')
+       AND i.merchant_id = s.merchant_id AND i.id = s.invoice_id
     RETURNING s.*`;
   return rows[0] ?? null;
 }

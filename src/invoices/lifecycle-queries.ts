@@ -82,6 +82,24 @@ export async function deleteDraft(db: Queryable, merchantId: string, id: string)
   return rows[0] ?? null;
 }
 
+/**
+ * True when a customer's checkout payment of the invoice is at the gateway right now. The caller
+ * has locked the invoice row first (lockInvoice): a claim takes a share lock on it, so this
+ * statement, with a snapshot taken after that lock, sees every claim that could still complete.
+ */
+export async function checkoutPaymentInFlight(db: Queryable, merchantId: string, id: string, now: Date): Promise<boolean> {
+  const rows = await db`
+    SELECT 1 FROM checkout_sessions
+     WHERE merchant_id = ${merchantId} AND invoice_id = ${id} AND status = 'pending' AND payment_claimed_until > ${now}`;
+  return rows.length > 0;
+}
+
+/** Holds the invoice row until the caller's transaction ends; its status, or null when there is none. */
+export async function lockInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow['status'] | null> {
+  const rows = await db<{ status: InvoiceRow['status'] }[]>`SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} FOR UPDATE`;
+  return rows[0]?.status ?? null;
+}
+
 export async function markCancelled(db: Queryable, merchantId: string, id: string, reason: string | null, now: Date): Promise<InvoiceRow | null> {
   const rows = await db<InvoiceRow[]>`
     UPDATE invoices SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = ${reason}, updated_at = ${now}

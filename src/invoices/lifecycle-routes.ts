@@ -53,7 +53,8 @@ export const lifecycleRoutes = [
     operationId: 'markInvoicePaid',
     summary: 'Record a payment made outside the service',
     description:
-      'Records the payment at server time (`paid_at` in the body is ignored), stops reminders, e-mails a receipt and emits `invoice.paid`.',
+      'Records the payment at server time (`paid_at` in the body is ignored), stops reminders, e-mails a receipt and emits `invoice.paid`. ' +
+      'While a customer is paying the invoice on its checkout page, the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`.',
     tag: 'Invoices',
     scope: 'payments:write',
     idempotent: true,
@@ -72,7 +73,9 @@ export const lifecycleRoutes = [
     path: '/invoices/:invoice_id/cancel',
     operationId: 'cancelInvoice',
     summary: 'Cancel an invoice',
-    description: 'A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number.',
+    description:
+      'A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number. ' +
+      'While a customer is paying the invoice on its checkout page (the payment is at the gateway), the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`: retry once the payment has ended.',
     tag: 'Invoices',
     scope: 'invoices:write',
     params: invoiceIdParams,

@@ -93,6 +93,7 @@ export async function markInvoicePaid(db: Queryable, merchant: MerchantSettings,
   const now = clock.now();
   const paymentId = newId();
   const amount = input.payment_amount === undefined ? null : new Decimal(input.payment_amount).toFixed();
+  await refuseWhileCustomerPays(db, merchant.id, id, 'mark-paid', now);
   const row = await q.markPaid(db, merchant.id, id, { amount, provider: 'manual', transactionId: paymentId, now });
   if (!row) {
     const rejection = await explainRejection(db, merchant.id, id, 'mark-paid');
@@ -140,6 +141,21 @@ export async function markInvoicePaid(db: Queryable, merchant: MerchantSettings,
   };
 }
 
+/**
+ * A customer may be paying the invoice on its checkout page, with the gateway call under way and
+ * no transaction open: cancelling or marking it paid then would leave a charge on a cancelled
+ * invoice, or two payments. The invoice row is locked first, so a payment cannot be claimed
+ * between this check and the caller's update.
+ */
+async function refuseWhileCustomerPays(db: Queryable, merchantId: string, id: string, op: 'cancel' | 'mark-paid', now: Date): Promise<void> {
+  const status = await q.lockInvoice(db, merchantId, id);
+  if (status && (await q.checkoutPaymentInFlight(db, merchantId, id, now))) {
+    throw new AppError('invoice_invalid_state', `Cannot ${op} the invoice: a customer is paying it on its checkout page right now.`, {
+      details: { status, payment_in_progress: true },
+    });
+  }
+}
+
 /** A draft is deleted; a sent, viewed or overdue invoice is cancelled and keeps its number. */
 export async function cancelInvoice(db: Queryable, merchantId: string, id: string, reason: string | null, deps: LifecycleDeps) {
   const now = clock.now();
@@ -147,6 +163,7 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
   if (deleted) {
     return { invoice_id: id, status: 'deleted' as const, cancelled_at: iso(now)!, invoice_number: null, reason };
   }
+  await refuseWhileCustomerPays(db, merchantId, id, 'cancel', now);
   const row = await q.markCancelled(db, merchantId, id, reason, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'cancel');
   await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
