@@ -52,6 +52,8 @@ export const checkoutRoutes = [
       },
     },
     prepare: ({ body, auth, ctx }) => service.openCheckout(ctx.sql, auth.merchant, body, openingDeps(ctx)),
+    // A repeat must not open another session at the gateway.
+    prepareOncePerKey: true,
     handler: async ({ body, auth, ctx, db, prepared }) => ({
       status: 201,
       body: await service.createCheckout(db, auth.merchant, body, prepared, invoiceDeps(ctx)),

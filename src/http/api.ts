@@ -133,7 +133,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const input = { params, query, body, auth, ctx };
 
   if (def.method === 'GET' || def.ownTransactions) {
-    const result = await def.handler({ ...input, db: ctx.sql, prepared: def.prepare ? await def.prepare(input) : undefined });
+    const result = await def.handler({ ...input, db: ctx.sql, prepared: await def.prepare?.(input) });
     if (Buffer.isBuffer(result.body)) {
       return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
     }
@@ -143,7 +143,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   const idemHeader = request.headers['idempotency-key'];
   const idemKey = def.idempotent ? (Array.isArray(idemHeader) ? idemHeader[0] : idemHeader) : undefined;
   if (idemKey === undefined) {
-    const prepared = def.prepare ? await def.prepare(input) : undefined;
+    const prepared = await def.prepare?.(input);
     const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx, prepared }));
     return send(reply, result.status, serialize(result), result.headers);
   }
@@ -155,14 +155,13 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   // The route pattern with its parsed ids, so `/invoices/` and `/invoices` are one scope.
   const route = `${def.method} ${def.path.replace(/:(\w+)/g, (_, name: string) => String((params as Record<string, unknown>)[name]))}`;
   const hash = requestHash(request.body);
-  let prepared: unknown;
-  if (def.prepare) {
+  if (def.prepareOncePerKey) {
     // A key already answered (or running) is answered without calling out again; the lookup
     // inside the transaction below still decides a race between two new requests.
     const early = await lookupKey(ctx.sql, merchantId, route, idemKey, hash);
     if (early.kind !== 'new') return answerStored(reply, early);
-    prepared = await def.prepare(input);
   }
+  const prepared = await def.prepare?.(input);
   let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string };
   try {
     outcome = await pipelinedTransaction(ctx.sql, async (tx) => {

@@ -59,10 +59,16 @@ export interface RouteDef<
   /**
    * Outbound work (an exchange-rate provider, a payment gateway) done on the pool before the
    * request's transaction begins, so that no connection or transaction waits on another
-   * service (decisions §10). It runs once the request is valid and, on an idempotent route, only
-   * for a key not answered yet. What it returns is the handler's `prepared`.
+   * service (decisions §10). It runs once the request is valid. What it returns is the handler's
+   * `prepared`.
    */
   prepare?(input: RequestInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<R>;
+  /**
+   * `prepare` leaves something behind outside (a gateway session): on an idempotent route it then
+   * runs only for a key not answered yet, at the cost of one more lookup. Without this, a repeat
+   * re-runs it, which must be harmless (rates already fetched are read from the table).
+   */
+  prepareOncePerKey?: true;
   /**
    * The handler calls out itself (a test webhook delivery): it is given the pool, not a
    * transaction, and commits its own short transactions around the call. Never idempotent.
