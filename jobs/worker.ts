@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import type PgBoss from 'pg-boss';
+import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
-import { isDatabaseUnavailable, type Sql } from '../src/db/client.js';
-import { createBoss, queues } from '../src/jobs/boss.js';
+import type { Sql } from '../src/db/client.js';
+import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues } from '../src/jobs/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/server.js';
 import { deliverEmail } from './email-send.js';
@@ -28,72 +28,75 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-// pg-boss 10 waits a polling interval after every fetch, found or not: throughput is pollers ×
-// batch size per interval. E-mails go one per poller (each is an SMTP conversation of its own);
-// fan-out is quick row writing; webhook attempts mostly wait on receivers (up to 15 s).
-const EMAIL = { pollers: 4, batchSize: 1 };
-const FANOUT = { pollers: 1, batchSize: 25 };
-const WEBHOOK = { pollers: 4, batchSize: 8 };
-// Jobs become visible within this long of being committed.
-const POLL_SECONDS = 0.5;
+// How many jobs of a queue one worker runs at once (pg-boss's localConcurrency), and how many of
+// one group may run at once across all workers (groupConcurrency; jobs are grouped by merchant,
+// webhook attempts by endpoint). A group's cap below the worker's total is what keeps one
+// merchant's burst from starving another's, and one slow or hanging receiver (15 s timeouts)
+// from occupying every webhook slot.
+export const EFFECTS = {
+  email: { localConcurrency: 16, groupConcurrency: 8, batchSize: 1 },
+  fanout: { localConcurrency: 2, groupConcurrency: 1, batchSize: 10 },
+  webhook: { localConcurrency: 48, groupConcurrency: 8, batchSize: 1 },
+} as const;
+// NOTIFY wakes a worker the moment a job commits; polling stays as the backstop for a missed
+// notification and for jobs that come due later (retries, checkout expiry).
+const POLLING = { pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1 };
 
-function isFinalAttempt(job: PgBoss.JobWithMetadata): boolean {
+function isFinalAttempt(job: JobWithMetadata): boolean {
   return job.retryCount >= job.retryLimit;
 }
 
 /**
- * Runs each job of a fetched batch at once and fails only the ones that threw: pg-boss then
- * completes the rest (it completes only jobs still active), so one bad job never retries its
- * neighbours.
+ * A worker that just finished a job fetches again at once instead of waiting for its next poll,
+ * for as long as fetches find work: pg-boss only bursts on full batches, and a batch cut short by
+ * a group's cap would otherwise send the worker to sleep with work still waiting.
+ */
+function keepFetching(boss: PgBoss, queue: string): void {
+  for (const w of boss.getWipData()) if (w.name === queue && w.count > 0) boss.notifyWorker(w.id);
+}
+
+/**
+ * Runs a queue's jobs with pg-boss's concurrency and settles each job on its own
+ * (perJobResults): one job that throws is retried without its batch neighbours.
  */
 async function workEach<T extends object>(
   boss: PgBoss,
   queue: string,
-  shape: { pollers: number; batchSize: number },
-  run: (job: PgBoss.JobWithMetadata<T>) => Promise<unknown>,
+  shape: { localConcurrency: number; groupConcurrency: number; batchSize: number },
+  run: (job: JobWithMetadata<T>) => Promise<unknown>,
 ): Promise<void> {
-  const options = { batchSize: shape.batchSize, includeMetadata: true as const, pollingIntervalSeconds: POLL_SECONDS };
-  for (let i = 0; i < shape.pollers; i++) {
-    await boss.work<T>(queue, options, async (jobs) => {
-      const results = await Promise.allSettled(jobs.map((job) => run(job)));
-      await Promise.all(
-        results.map((r, n) => (r.status === 'rejected' ? boss.fail(queue, jobs[n]!.id, { message: String(r.reason instanceof Error ? r.reason.message : r.reason) }) : null)),
-      );
-    });
-  }
-}
-
-let toleratingLostWrites = false;
-
-/**
- * pg-boss 10 completes or fails a job without awaiting the write (manager.js, `onFetch`): while
- * the database is away, that promise rejects with nobody to handle it, and Node ends the process.
- * Losing such a write is safe: the job's lease runs out, it runs again, and every handler is
- * idempotent (decisions §5). So only "database unavailable" passes; anything else still ends it.
- */
-function tolerateLostJobWrites(log: (msg: string) => void): void {
-  if (toleratingLostWrites) return;
-  toleratingLostWrites = true;
-  process.on('unhandledRejection', (reason) => {
-    if (!isDatabaseUnavailable(reason)) throw reason;
-    log(`database unavailable, a job's state was not recorded (its lease brings it back): ${reason instanceof Error ? reason.message : String(reason)}`);
+  const options = {
+    ...shape,
+    ...POLLING,
+    includeMetadata: true as const,
+    perJobResults: true as const,
+    burstWhenBatchFull: shape.batchSize > 1,
+    heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS,
+  };
+  await boss.work<T, unknown, typeof options>(queue, options, async (jobs: JobWithMetadata<T>[]) => {
+    const settled = await Promise.allSettled(jobs.map((job) => run(job)));
+    keepFetching(boss, queue);
+    return settled.map((r, n) =>
+      r.status === 'fulfilled'
+        ? { id: jobs[n]!.id, status: 'completed' as const }
+        : { id: jobs[n]!.id, status: 'failed' as const, output: { message: r.reason instanceof Error ? r.reason.message : String(r.reason) } },
+    );
   });
 }
 
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
 export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: string) => void } = {}): Promise<Worker> {
   const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
-  tolerateLostJobWrites(log);
   const secrets = loadSecretBox(config);
   const boss = createBoss(sql, { worker: true });
   boss.on('error', (err) => log(`pg-boss: ${String(err)}`));
   await boss.start();
   const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets };
-  const fetch = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: POLL_SECONDS };
+  const fetch = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: 2 };
 
-  await workEach(boss, queues.emailSend.name, EMAIL, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
-  await workEach(boss, queues.webhookFanout.name, FANOUT, (job) => fanOut(deps, job.data));
-  await workEach(boss, queues.webhookDeliver.name, WEBHOOK, (job) => deliverWebhook(deps, job.data));
+  await workEach(boss, queues.emailSend.name, EFFECTS.email, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
+  await workEach(boss, queues.webhookFanout.name, EFFECTS.fanout, (job) => fanOut(deps, job.data));
+  await workEach(boss, queues.webhookDeliver.name, EFFECTS.webhook, (job) => deliverWebhook(deps, job.data));
   await boss.work(queues.overdueSweep.name, fetch, async () => {
     await sweepOverdue(deps);
   });
@@ -119,7 +122,7 @@ export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: 
     deps,
     async stop() {
       // Running jobs finish within the grace period; any still running after it go back to the queue.
-      await boss.stop({ graceful: true, wait: true, close: false, timeout: SHUTDOWN_GRACE_MS - 5_000 });
+      await boss.stop({ graceful: true, close: false, timeout: SHUTDOWN_GRACE_MS - 5_000 });
       deps.mailer.close();
     },
   };

@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import type { Sql } from './db/client.js';
 import type { ApiKeyStore } from './http/auth.js';
-import type PgBoss from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from './webhooks/secrets.js';
 
 /** What every layer is handed: configuration and the database; nothing global. */

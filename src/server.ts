@@ -21,7 +21,7 @@ export async function createContext(config: Config, db: Database): Promise<AppCo
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
-  await ctx.boss.stop({ graceful: false, close: false, wait: true });
+  await ctx.boss.stop({ graceful: false, close: false });
 }
 
 export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {

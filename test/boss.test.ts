@@ -7,10 +7,8 @@ import { executor, queues } from '../src/jobs/boss.js';
 
 t.test('a batch insert (what a cron schedule does when due) creates its jobs', async (t) => {
   const h = await testApp(t);
-  await h.ctx.boss.insert([
-    { name: queues.overdueSweep.name, data: { from: 'cron' } },
-    { name: queues.idempotencyPurge.name },
-  ]);
+  await h.ctx.boss.insert(queues.overdueSweep.name, [{ data: { from: 'cron' } }]);
+  await h.ctx.boss.insert(queues.idempotencyPurge.name, [{}]);
   const rows = await h.sql<{ name: string; data: unknown }[]>`
     SELECT name, data FROM pgboss.job WHERE name IN (${queues.overdueSweep.name}, ${queues.idempotencyPurge.name}) ORDER BY name`;
   t.same(
@@ -35,7 +33,7 @@ t.test("maintenance's BEGIN … COMMIT scripts run on the pool: an expired lease
   const id = await h.ctx.boss.send(queues.overdueSweep.name, {}, { expireInSeconds: 1 });
   // A worker that died holding the job: active, its lease long over.
   await h.sql`UPDATE pgboss.job SET state = 'active', started_on = now() - interval '1 hour' WHERE id = ${id!}`;
-  await h.ctx.boss.maintain();
+  await h.ctx.boss.supervise(queues.overdueSweep.name);
   const [row] = await h.sql<{ state: string }[]>`SELECT state FROM pgboss.job WHERE id = ${id!}`;
   t.equal(row?.state, 'retry', 'the job is back for another worker');
 });

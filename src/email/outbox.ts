@@ -1,4 +1,4 @@
-import type PgBoss from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
@@ -14,6 +14,6 @@ export type QueuedEmail = Omit<NewEmail, 'id' | 'created_at'>;
 export async function queueEmail(db: Queryable, boss: PgBoss, email: QueuedEmail): Promise<string | null> {
   const row = await insertEmail(db, { ...email, id: newId(), created_at: clock.now() });
   if (!row) return null;
-  await enqueue(boss, db, queues.emailSend.name, { email_id: row.id }, { singletonKey: row.id });
+  await enqueue(boss, db, queues.emailSend.name, { email_id: row.id }, { singletonKey: row.id, group: { id: email.merchant_id } });
   return row.id;
 }

@@ -13,11 +13,15 @@ export interface Mailer {
 // Together shorter than an e-mail run's 45 s claim (jobs/email-send.ts), so a slow server fails
 // the attempt instead of outliving the claim.
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
+// Messages go over a pool of open connections, many per connection, instead of one SMTP
+// conversation (connect, greet, authenticate, quit) per message. The pool's size is the e-mail
+// worker's concurrency; a server that rate-limits per connection sees at most this many.
+export const SMTP_POOL = { pool: true, maxConnections: 8, maxMessages: 500 };
 
 /** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message. */
 export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mailer {
   if (config.SMTP_URL) {
-    const transport = nodemailer.createTransport({ url: config.SMTP_URL, ...SMTP_TIMEOUTS } as never);
+    const transport = nodemailer.createTransport({ url: config.SMTP_URL, ...SMTP_POOL, ...SMTP_TIMEOUTS } as never);
     return {
       async deliver(message) {
         const info = await transport.sendMail(message);

@@ -1,4 +1,4 @@
-import type PgBoss from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
@@ -86,6 +86,6 @@ export async function emitEvent(
     return event;
   }
   const [row] = await insert;
-  if (row?.subscribed) await enqueue(boss, db, queues.webhookFanout.name, { event_id: event.id }, { singletonKey: event.id });
+  if (row?.subscribed) await enqueue(boss, db, queues.webhookFanout.name, { event_id: event.id }, { singletonKey: event.id, group: { id: merchantId } });
   return event;
 }

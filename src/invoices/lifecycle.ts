@@ -1,4 +1,4 @@
-import type PgBoss from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Queryable, Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock } from '../clock.js';

@@ -1,14 +1,24 @@
-import PgBoss from 'pg-boss';
+import { PgBoss } from 'pg-boss';
+import type { Db, Queue, SendOptions, JobInsert } from 'pg-boss';
 import type { Queryable, Sql } from '../db/client.js';
 
 const TRANSACTION_SCRIPT = /^\s*BEGIN\s*;([\s\S]*);\s*COMMIT\s*;\s*$/i;
 
 /**
+ * postgres.js answers a script of several statements with one result per statement; pg-boss
+ * reads its markers (lock rows, cursors) from the rows of every statement, as node-pg gives them.
+ */
+function everyRow(result: readonly unknown[]): unknown[] {
+  return result.length > 0 && result.every((r) => Array.isArray(r)) ? (result as unknown[][]).flat() : [...result];
+}
+
+/**
  * pg-boss speaks `executeSql(text, values)`; this seam lets it run on our postgres.js pool or,
  * for `send`, inside the caller's transaction: a rolled-back request leaves no job behind.
+ * On the pool it also listens: pg-boss wakes its workers on NOTIFY through `listen`.
  */
-export function executor(db: Queryable): PgBoss.Db {
-  return {
+export function executor(db: Queryable): Db {
+  const adapter: Db = {
     async executeSql(text: string, values?: unknown[]) {
       // pg-boss leaves optional values undefined (node-pg sends NULL); postgres.js serialises
       // objects itself from the parameter types the server describes (jsonb), so they pass as is.
@@ -16,54 +26,60 @@ export function executor(db: Queryable): PgBoss.Db {
       // Its batch insert (the one cron schedules use) sends JSON already serialised for a json
       // parameter; postgres.js would encode that string again into a JSON scalar.
       if (typeof params[0] === 'string' && text.includes('json_to_recordset($1)')) params[0] = JSON.parse(params[0]);
-      // Maintenance (expiring leases, archiving) is one `BEGIN; …; COMMIT;` script; postgres.js
-      // refuses BEGIN on a pooled connection, so the script's body runs in a transaction of the
-      // pool's own. (Not on a reserved connection: a reservation queued while PostgreSQL drops
-      // connections can wait forever, porsager/postgres#1195, and maintenance with it.)
+      // Maintenance and queue changes are `BEGIN; …; COMMIT;` scripts; postgres.js refuses BEGIN
+      // on a pooled connection, so the script's body runs in a transaction of the pool's own.
+      // (Not on a reserved connection: a reservation queued while PostgreSQL drops connections
+      // can wait forever, porsager/postgres#1195, and maintenance with it.)
       const script = TRANSACTION_SCRIPT.exec(text);
       if (script && 'begin' in db) {
-        const rows = await db.begin((tx) => tx.unsafe(script[1]!, params as never[]));
-        return { rows: [...rows] };
+        return { rows: everyRow(await db.begin((tx) => tx.unsafe(script[1]!, params as never[]))) };
       }
-      const rows = await db.unsafe(text, params as never[]);
-      return { rows: [...rows] };
+      return { rows: everyRow(await db.unsafe(text, params as never[])) };
     },
   };
+  if ('listen' in db) {
+    // postgres.js keeps LISTEN on a connection of its own, outside the pool, and listens again
+    // after every reconnect; each (re)subscription lets pg-boss fetch what it may have missed.
+    adapter.listen = async (channel: string, onNotification: (payload: string) => void, onReconnect: () => void) => {
+      const sub = await (db as Sql).listen(channel, onNotification, onReconnect);
+      return { close: () => sub.unlisten() };
+    };
+  }
+  return adapter;
 }
 
-// Each number is how long one run may hold its job before pg-boss hands it to another worker:
-// longer than the work's own timeout, so a live worker is never raced, short enough that a
-// job held by a dead worker comes back within about a minute.
-// pg-boss treats a lease that ran out like a failure: the job waits its first retry delay
-// before it runs again. The e-mail's first delay is therefore short (5–10 s) and the backoff
-// does the rest: 11 retries spread over about 3 to 6 hours.
+// expireInSeconds is how long one run may hold its job, longer than the work's own timeout so a
+// live worker is never raced. A worker that died is found sooner, by its heartbeat (every
+// HEARTBEAT_REFRESH_SECONDS while a job runs): a job whose heartbeat is HEARTBEAT_SECONDS old
+// goes back to the queue at the next monitor pass, and then waits its first retry delay.
+// Effect queues notify: an enqueued job wakes a worker on commit instead of at its next poll.
+// The e-mail's backoff spreads 11 retries over about 1 to 3.5 hours.
+const HEARTBEAT_SECONDS = 10;
+export const HEARTBEAT_REFRESH_SECONDS = 2;
+export const MONITOR_INTERVAL_SECONDS = 2;
+
 export const queues = {
-  emailSend: { name: 'email-send', expireInSeconds: 60, retryLimit: 11, retryDelay: 5, retryBackoff: true },
+  emailSend: { name: 'email-send', expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 11, retryDelay: 3, retryBackoff: true, notify: true },
   overdueSweep: { name: 'overdue-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   remindersSchedule: { name: 'reminders-schedule', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
   idempotencyPurge: { name: 'idempotency-purge', expireInSeconds: 120, retryLimit: 2, retryDelay: 60 },
   // Fan-out only writes rows: quick, and safe to repeat (one delivery per event and endpoint).
-  webhookFanout: { name: 'webhook-fanout', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  webhookFanout: { name: 'webhook-fanout', expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 10, retryDelay: 1, retryBackoff: true, notify: true },
   // One attempt per job; the next attempt is a new job on the schedule of decisions §10, so
   // pg-boss's own retries only cover a worker that died or a database that blinked. The lease
   // outlasts the 15 s request timeout.
-  webhookDeliver: { name: 'webhook-deliver', expireInSeconds: 30, retryLimit: 20, retryDelay: 5, retryBackoff: true },
+  webhookDeliver: { name: 'webhook-deliver', expireInSeconds: 30, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 20, retryDelay: 1, retryBackoff: true, notify: true },
   // One job per session at its expires_at (and a periodic sweep with no checkout_id). A run that
   // finds its session not due yet (clocks a little apart) throws, and the backoff retries it.
   checkoutExpire: { name: 'checkout-expire', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
-} as const satisfies Record<string, PgBoss.Queue>;
+} as const satisfies Record<string, Queue & { notify?: boolean }>;
 
 export type QueueName = (typeof queues)[keyof typeof queues]['name'];
 
 export interface BossOptions {
-  /** Only the worker process keeps the maintenance and cron timers. */
+  /** Only the worker process keeps the maintenance and cron timers, and listens. */
   worker: boolean;
 }
-
-// How often a worker looks for leases that ran out (one worker per interval does the work, the
-// others only ask). pg-boss's default, 120 s, would leave a dead worker's job stranded for up to
-// two minutes after its lease: decisions §5 wants it back within about a minute.
-const MAINTENANCE_INTERVAL_SECONDS = 10;
 
 export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
   return new PgBoss({
@@ -71,27 +87,104 @@ export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
     migrate: false,
     supervise: opts.worker,
     schedule: opts.worker,
-    maintenanceIntervalSeconds: MAINTENANCE_INTERVAL_SECONDS,
+    useListenNotify: opts.worker,
+    // Heartbeats and leases are checked this often, so a dead worker's job is back within
+    // HEARTBEAT_SECONDS + this + its first retry delay.
+    monitorIntervalSeconds: MONITOR_INTERVAL_SECONDS,
+    superviseIntervalSeconds: MONITOR_INTERVAL_SECONDS,
   });
 }
 
-/** Creates pg-boss's schema and our queues; run by the migration step under its lock. */
+// Held while queues are migrated, so two release processes never upgrade at once.
+const QUEUE_MIGRATION_LOCK = 727_002;
+// The schema pg-boss 10 created (schema version 24); pg-boss 12 migrates from 25 only.
+const LEGACY_SCHEMA = 'pgboss_v10';
+const FIRST_SUPPORTED_VERSION = 25;
+
+/**
+ * Creates or migrates pg-boss's schema and our queues; run by the release step. A database that a
+ * pg-boss 10 release created is upgraded in place: its schema is set aside, a new one is created,
+ * and every job still owed (created, retry, or active under a worker of the old release) is moved
+ * across with its id, data, due time and remaining retries, in the same transaction that drops
+ * the old schema.
+ */
 export async function migrateQueues(sql: Sql): Promise<void> {
   // pg-boss migrates with BEGIN … COMMIT in one script: that needs one connection of its own.
   const conn = await sql.reserve();
   const boss = new PgBoss({ db: executor(conn as unknown as Sql), migrate: true, supervise: false, schedule: false });
   boss.on('error', () => {});
   try {
+    await conn`SELECT pg_advisory_lock(${QUEUE_MIGRATION_LOCK})`;
+    const legacy = await setLegacySchemaAside(conn as unknown as Sql);
     await boss.start();
-    const existing = new Set((await boss.getQueues()).map((q) => q.name));
+    const existing = new Map((await boss.getQueues()).map((q) => [q.name, q]));
     for (const q of Object.values(queues)) {
-      if (existing.has(q.name)) await boss.updateQueue(q.name, q);
-      else await boss.createQueue(q.name, q);
+      if (existing.has(q.name)) {
+        // heartbeatSeconds is fixed when a queue is created.
+        const { heartbeatSeconds: _fixed, ...changeable } = q as Queue;
+        await boss.updateQueue(q.name, changeable);
+      } else await boss.createQueue(q.name, q);
     }
+    if (legacy) await moveLegacyJobs(sql, boss);
   } finally {
-    await boss.stop({ graceful: false, close: false });
+    await boss.stop({ graceful: false, close: false }).catch(() => {});
+    await conn`SELECT pg_advisory_unlock(${QUEUE_MIGRATION_LOCK})`.catch(() => {});
     conn.release();
   }
+}
+
+/** Renames a pg-boss 10 schema out of the way; true when one is waiting to be moved. */
+async function setLegacySchemaAside(db: Sql): Promise<boolean> {
+  const [installed] = await db<{ found: boolean }[]>`SELECT to_regclass('pgboss.version') IS NOT NULL AS found`;
+  const [current] = installed?.found ? await db<{ version: number }[]>`SELECT version::int AS version FROM pgboss.version LIMIT 1` : [];
+  if (current && current.version < FIRST_SUPPORTED_VERSION) {
+    await db.unsafe(`ALTER SCHEMA pgboss RENAME TO ${LEGACY_SCHEMA}`);
+    return true;
+  }
+  // A release that set the old schema aside and died before moving its jobs.
+  const [aside] = await db`SELECT 1 FROM pg_namespace WHERE nspname = ${LEGACY_SCHEMA}`;
+  return aside !== undefined;
+}
+
+interface LegacyJob {
+  id: string;
+  name: string;
+  data: object | null;
+  priority: number;
+  retries_left: number;
+  retry_delay: number;
+  retry_backoff: boolean;
+  start_after: Date;
+  singleton_key: string | null;
+}
+
+async function moveLegacyJobs(sql: Sql, boss: PgBoss): Promise<void> {
+  const names = Object.values(queues).map((q) => q.name);
+  await sql.begin(async (tx) => {
+    const owed = await tx.unsafe<LegacyJob[]>(
+      `SELECT id, name, data, priority, greatest(retry_limit - retry_count, 0) AS retries_left,
+              retry_delay, retry_backoff,
+              CASE WHEN state = 'active' THEN now() ELSE start_after END AS start_after, singleton_key
+         FROM ${LEGACY_SCHEMA}.job
+        WHERE state IN ('created', 'retry', 'active') AND name = ANY($1::text[])`,
+      [names],
+    );
+    const jobs: JobInsert[] = owed.map((j) => ({
+      id: j.id,
+      data: j.data ?? {},
+      priority: j.priority,
+      retryLimit: j.retries_left,
+      retryDelay: j.retry_delay,
+      retryBackoff: j.retry_backoff,
+      startAfter: j.start_after,
+      ...(j.singleton_key ? { singletonKey: j.singleton_key } : {}),
+    }));
+    for (const name of names) {
+      const batch = jobs.filter((_, i) => owed[i]!.name === name);
+      for (let i = 0; i < batch.length; i += 500) await boss.insert(name, batch.slice(i, i + 500), { db: executor(tx) });
+    }
+    await tx.unsafe(`DROP SCHEMA ${LEGACY_SCHEMA} CASCADE`);
+  });
 }
 
 /** Enqueues inside the caller's transaction: the job exists exactly when the change commits. */
@@ -100,7 +193,7 @@ export async function enqueue(
   db: Queryable,
   queue: QueueName,
   data: object,
-  options: Omit<PgBoss.SendOptions, 'db'> = {},
+  options: Omit<SendOptions, 'db'> = {},
 ): Promise<string | null> {
   return boss.send(queue, data, { ...options, db: executor(db) });
 }

@@ -1,4 +1,4 @@
-import type PgBoss from 'pg-boss';
+import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config.js';
 import type { Queryable, Sql } from '../db/client.js';
 import { clock } from '../clock.js';
@@ -41,14 +41,27 @@ export function retryDelaySeconds(schedule: number[], attempt: number, retryAfte
   return Math.max(jittered, retryAfter ?? 0);
 }
 
-/** The job of one attempt: due `afterSeconds` from now, once per (delivery, attempt). */
-export async function enqueueAttempt(db: Queryable, boss: PgBoss, deliveryId: string, attempt: number, afterSeconds: number): Promise<void> {
+/**
+ * The job of one attempt: due `afterSeconds` from now, once per (delivery, attempt). Attempts are
+ * grouped by endpoint, so a slow receiver holds at most its group's share of the worker.
+ */
+export async function enqueueAttempt(
+  db: Queryable,
+  boss: PgBoss,
+  delivery: { id: string; endpoint_id: string },
+  attempt: number,
+  afterSeconds: number,
+): Promise<void> {
   await enqueue(
     boss,
     db,
     queues.webhookDeliver.name,
-    { delivery_id: deliveryId, attempt },
-    { singletonKey: `${deliveryId}:${attempt}`, ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}) },
+    { delivery_id: delivery.id, attempt },
+    {
+      singletonKey: `${delivery.id}:${attempt}`,
+      group: { id: delivery.endpoint_id },
+      ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}),
+    },
   );
 }
 
@@ -177,7 +190,7 @@ async function recordOutcome(
       error: describeFailure(result),
       error_category: category,
     });
-    if (retry) await enqueueAttempt(tx, deps.boss, d.id, attempt + 1, delay);
+    if (retry) await enqueueAttempt(tx, deps.boss, d, attempt + 1, delay);
     if (disabled) await announceDisabled(tx, deps, disabled, now);
     return row;
   };

@@ -89,14 +89,31 @@ async function readHead(res: IncomingMessage): Promise<string> {
     chunks.push(chunk);
     size += chunk.length;
     // The rest is not kept, so it is not waited for either.
-    if (size >= RESPONSE_KEEP_BYTES) break;
+    if (size >= RESPONSE_KEEP_BYTES) {
+      // Dropping the rest means dropping the connection too.
+      res.destroy();
+      break;
+    }
   }
-  res.destroy();
   return storable(Buffer.concat(chunks).subarray(0, RESPONSE_KEEP_BYTES).toString('utf8'));
 }
 
 function failure(message: string, category: DeliveryErrorCategory, durationMs: number): PostResult {
   return { status: null, body: null, retryAfterSeconds: null, error: storable(message).slice(0, 1000), errorCategory: category, durationMs };
+}
+
+// Attempts to one receiver reuse their connections (keep-alive). A reused connection was checked
+// by the SSRF guard when it was opened; the two agents keep the guard's two modes apart.
+const agents = new Map<boolean, https.Agent>();
+function agentFor(allowPrivate: boolean): https.Agent {
+  let agent = agents.get(allowPrivate);
+  if (!agent) {
+    // Idle connections close before receivers commonly do (Node's server: 5 s), so a request is
+    // rarely written to a socket the receiver is closing.
+    agent = new https.Agent({ keepAlive: true, timeout: 4_000, maxFreeSockets: 64 });
+    agents.set(allowPrivate, agent);
+  }
+  return agent;
 }
 
 /**
@@ -132,7 +149,7 @@ export async function postWebhook(
         method: 'POST',
         headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
         lookup: guardedLookup(allowPrivate),
-        agent: false,
+        agent: agentFor(allowPrivate),
         signal,
       });
       req.on('response', resolve);

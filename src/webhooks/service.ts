@@ -203,7 +203,7 @@ export async function fanOutEvent(sql: Sql, deps: DeliveryDeps, eventId: string)
         now,
       })),
     );
-    for (const d of created) await enqueueAttempt(tx, deps.boss, d.id, 1, 0);
+    for (const d of created) await enqueueAttempt(tx, deps.boss, d, 1, 0);
     return created.length;
   });
 }

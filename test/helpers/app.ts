@@ -62,7 +62,7 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
   t.teardown(async () => {
     await app.close();
     await worker?.stop();
-    await boss.stop({ graceful: false, close: false, wait: true });
+    await boss.stop({ graceful: false, close: false });
     await db?.drop();
   });
 
