@@ -35,12 +35,12 @@ export interface Worker {
 // from occupying every webhook slot.
 export const EFFECTS = {
   email: { localConcurrency: 16, groupConcurrency: 8, batchSize: 1 },
-  fanout: { localConcurrency: 2, groupConcurrency: 1, batchSize: 10 },
+  fanout: { localConcurrency: 8, groupConcurrency: 4, batchSize: 4 },
   webhook: { localConcurrency: 48, groupConcurrency: 8, batchSize: 1 },
 } as const;
 // NOTIFY wakes a worker the moment a job commits; polling stays as the backstop for a missed
 // notification and for jobs that come due later (retries, checkout expiry).
-const POLLING = { pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1 };
+const POLLING_SECONDS = 1;
 
 function isFinalAttempt(job: JobWithMetadata): boolean {
   return job.retryCount >= job.retryLimit;
@@ -63,11 +63,13 @@ async function workEach<T extends object>(
   boss: PgBoss,
   queue: string,
   shape: { localConcurrency: number; groupConcurrency: number; batchSize: number },
+  pollingSeconds: number,
   run: (job: JobWithMetadata<T>) => Promise<unknown>,
 ): Promise<void> {
   const options = {
     ...shape,
-    ...POLLING,
+    pollingIntervalSeconds: pollingSeconds,
+    notifyPollingIntervalSeconds: pollingSeconds,
     includeMetadata: true as const,
     perJobResults: true as const,
     burstWhenBatchFull: shape.batchSize > 1,
@@ -84,9 +86,16 @@ async function workEach<T extends object>(
   });
 }
 
+export interface WorkerOptions {
+  log?: (msg: string) => void;
+  /** The effect queues' polling backstop behind NOTIFY (tests lengthen it to prove the wake-up). */
+  pollingSeconds?: number;
+}
+
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
-export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: string) => void } = {}): Promise<Worker> {
+export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions = {}): Promise<Worker> {
   const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
+  const polling = opts.pollingSeconds ?? POLLING_SECONDS;
   const secrets = loadSecretBox(config);
   const boss = createBoss(sql, { worker: true });
   boss.on('error', (err) => log(`pg-boss: ${String(err)}`));
@@ -94,9 +103,9 @@ export async function startWorker(config: Config, sql: Sql, opts: { log?: (msg: 
   const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets };
   const fetch = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: 2 };
 
-  await workEach(boss, queues.emailSend.name, EFFECTS.email, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
-  await workEach(boss, queues.webhookFanout.name, EFFECTS.fanout, (job) => fanOut(deps, job.data));
-  await workEach(boss, queues.webhookDeliver.name, EFFECTS.webhook, (job) => deliverWebhook(deps, job.data));
+  await workEach(boss, queues.emailSend.name, EFFECTS.email, polling, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
+  await workEach(boss, queues.webhookFanout.name, EFFECTS.fanout, polling, (job) => fanOut(deps, job.data));
+  await workEach(boss, queues.webhookDeliver.name, EFFECTS.webhook, polling, (job) => deliverWebhook(deps, job.data));
   await boss.work(queues.overdueSweep.name, fetch, async () => {
     await sweepOverdue(deps);
   });
