@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
 import type { Tx } from '../src/db/client.js';
-import { claimEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, type EmailRow } from '../src/email/queries.js';
+import { claimEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
+import { keepClaim, type ClaimKeeper } from '../src/jobs/claim-keeper.js';
 import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
@@ -111,11 +112,12 @@ async function staleReason(tx: Tx, email: EmailRow): Promise<string | null> {
 // Room left in the job's lease for the run to finish after its last try at recording a delivery.
 const LEASE_MARGIN_SECONDS = 10;
 const RECORD_RETRY_MS = 500;
-// How long a run's claim on its row holds. Longer than the SMTP timeouts (src/email/transport.ts:
-// 10 s to connect, 10 s for the greeting, 20 s of silence), so a live run keeps its claim to the
-// end; shorter than the job's lease less the margin, so when pg-boss hands a job whose worker died
-// to another run, the claim that worker left has already run out and the row can be taken again.
-const CLAIM_SECONDS = 45;
+// How long a run's claim on its row holds unless renewed. A live run renews it every
+// CLAIM_RENEW_MS for as long as it talks SMTP (src/email/transport.ts's timeouts add up to 40 s);
+// a worker that died stops renewing, so its claim has run out by the time pg-boss's heartbeat
+// check (src/jobs/boss.ts) hands the job to another run, and the row can be taken again.
+const CLAIM_SECONDS = 10;
+const CLAIM_RENEW_MS = 3_000;
 if (CLAIM_SECONDS >= queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) {
   throw new Error('the e-mail claim must run out before pg-boss hands the job to another run');
 }
@@ -161,13 +163,20 @@ export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt
   const { email_id } = payload.parse(data);
   const email = await deps.sql.begin((tx) => claim(tx, email_id));
   if (!email) return;
-  const lease = email.sending_until!;
+  const claimKept = keepClaim(email.sending_until!, (lease) => renewEmailClaim(deps.sql, email.id, lease, CLAIM_SECONDS), CLAIM_RENEW_MS);
+  try {
+    await send(deps, email, claimKept, finalAttempt, leaseEnds);
+  } finally {
+    await claimKept.stop();
+  }
+}
 
+async function send(deps: WorkerDeps, email: EmailRow, claimKept: ClaimKeeper<Date>, finalAttempt: boolean, leaseEnds: number): Promise<void> {
   let message: Awaited<ReturnType<typeof compose>>;
   try {
     message = await compose(deps, email);
   } catch (err) {
-    await recordFailure(deps.sql, email.id, lease, errorText(err), finalAttempt);
+    await recordFailure(deps.sql, email.id, await claimKept.stop(), errorText(err), finalAttempt);
     throw err;
   }
 
@@ -176,10 +185,10 @@ export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt
     sent = { providerId: await deps.mailer.deliver(message), at: clock.now() };
   } catch (error) {
     // Recorded, then thrown: pg-boss retries, and the row says why.
-    await recordFailure(deps.sql, email.id, lease, errorText(error), finalAttempt);
+    await recordFailure(deps.sql, email.id, await claimKept.stop(), errorText(error), finalAttempt);
     throw error;
   }
-  await recordSent(deps, email.id, lease, message.subject, sent, leaseEnds);
+  await recordSent(deps, email.id, await claimKept.stop(), message.subject, sent, leaseEnds);
 }
 
 /**

@@ -61,6 +61,15 @@ export async function claimEmail(db: Queryable, id: string, seconds: number): Pr
   return rows[0] ?? null;
 }
 
+/** Extends a live claim of this run (`lease` is its token); the new token, or null when lost. */
+export async function renewEmailClaim(db: Queryable, id: string, lease: Date, seconds: number): Promise<Date | null> {
+  const rows = await db<{ sending_until: Date }[]>`
+    UPDATE emails SET sending_until = date_trunc('milliseconds', now()) + make_interval(secs => ${seconds})
+     WHERE id = ${id} AND status = 'queued' AND sending_until = ${lease}
+    RETURNING sending_until`;
+  return rows[0]?.sending_until ?? null;
+}
+
 /**
  * Final: the message lost its reason before it went out; `reason` says which. Never while another
  * run's claim is live: that run may already have handed the message over. False when not skipped.

@@ -4,6 +4,7 @@ import type { Queryable, Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { enqueue, queues } from '../jobs/boss.js';
+import { keepClaim } from '../jobs/claim-keeper.js';
 import { queueEmail } from '../email/outbox.js';
 import { getMerchant } from '../merchants/queries.js';
 import { signatureHeader } from './signature.js';
@@ -21,8 +22,19 @@ export interface DeliveryDeps {
 // Decisions §10: waits after the first attempt; max_attempts is one more than its length.
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
 const JITTER = 0.1;
-// Longer than the longest attempt, shorter than the job's lease: a live attempt is never raced.
-const HOLD_SECONDS = 25;
+// A run's claim on a delivery holds this long unless renewed; a live run renews it every
+// HOLD_RENEW_MS while it waits on the receiver (up to 15 s), so it is never raced, and a worker that
+// died leaves a claim that has run out by the time pg-boss's heartbeat check hands its job on.
+const HOLD_SECONDS = 10;
+const HOLD_RENEW_MS = 3_000;
+
+/** Another live run holds the delivery's claim: the job retries once that run is done. */
+export class DeliveryInFlightError extends Error {
+  constructor(id: string, attempt: number) {
+    super(`attempt ${attempt} of delivery ${id} is being made by another run; retry once it is done`);
+    this.name = 'DeliveryInFlightError';
+  }
+}
 
 export const USER_AGENT = 'Invoicing-Webhooks/1.0 (+https://github.com/invoicing)';
 
@@ -104,8 +116,12 @@ export async function attemptDelivery(
   timeoutMs = DELIVERY_TIMEOUT_MS,
 ): Promise<q.DeliveryRow | null> {
   const now = clock.now();
-  const claimed = await q.claimDelivery(db, deliveryId, attempt, now, new Date(now.getTime() + HOLD_SECONDS * 1000));
-  if (!claimed) return null;
+  const holdUntil = () => new Date(clock.now().getTime() + HOLD_SECONDS * 1000);
+  const claimed = await q.claimDelivery(db, deliveryId, attempt, now, holdUntil());
+  if (!claimed) {
+    if (await q.attemptOwed(db, deliveryId, attempt)) throw new DeliveryInFlightError(deliveryId, attempt);
+    return null;
+  }
   if (!claimed.endpoint_enabled && !claimed.is_test) {
     await q.failWithoutAttempt(db, deliveryId, 'endpoint disabled', now);
     return q.getDelivery(db, deliveryId);
@@ -121,7 +137,13 @@ export async function attemptDelivery(
     'X-Webhook-Signature': signatureHeader(secret, timestamp, claimed.payload),
   };
   const startedAt = clock.now();
-  const result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt, timeoutMs);
+  const claimKept = keepClaim(true, async () => ((await q.renewDeliveryClaim(db, deliveryId, attempt, holdUntil())) ? true : null), HOLD_RENEW_MS);
+  let result: PostResult;
+  try {
+    result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt, timeoutMs);
+  } finally {
+    await claimKept.stop();
+  }
   return recordOutcome(transact, deps, claimed, attempt, startedAt, headers, result);
 }
 

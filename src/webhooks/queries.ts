@@ -275,6 +275,21 @@ export async function claimDelivery(db: Queryable, id: string, attempt: number, 
   return rows[0] ?? null;
 }
 
+/** Extends the claim of a run still making attempt `attempt`; false when the claim is gone. */
+export async function renewDeliveryClaim(db: Queryable, id: string, attempt: number, leaseUntil: Date): Promise<boolean> {
+  const rows = await db`
+    UPDATE webhook_deliveries SET leased_until = ${leaseUntil}
+     WHERE id = ${id} AND status IN ('pending', 'retrying') AND attempts = ${attempt - 1}
+    RETURNING id`;
+  return rows.length > 0;
+}
+
+/** True while attempt `attempt` of the delivery is still owed (not made, and not stopped). */
+export async function attemptOwed(db: Queryable, id: string, attempt: number): Promise<boolean> {
+  const rows = await db`SELECT 1 FROM webhook_deliveries WHERE id = ${id} AND status IN ('pending', 'retrying') AND attempts = ${attempt - 1}`;
+  return rows.length > 0;
+}
+
 export type NewAttempt = AttemptRow;
 
 export async function insertAttempt(db: Queryable, a: NewAttempt): Promise<void> {
