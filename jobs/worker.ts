@@ -13,6 +13,7 @@ import { purgeExpired } from './idempotency-purge.js';
 import { expireCheckouts } from './checkout-expire.js';
 import { fanOut } from './webhook-fanout.js';
 import { deliverWebhook } from './webhook-deliver.js';
+import { DELIVERIES_PER_ENDPOINT } from '../src/webhooks/delivery.js';
 import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
 
 export interface WorkerDeps {
@@ -36,7 +37,7 @@ export interface Worker {
 export const EFFECTS = {
   email: { localConcurrency: 16, groupConcurrency: 8, batchSize: 1 },
   fanout: { localConcurrency: 8, groupConcurrency: 4, batchSize: 4 },
-  webhook: { localConcurrency: 48, groupConcurrency: 8, batchSize: 1 },
+  webhook: { localConcurrency: 48, groupConcurrency: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
 } as const;
 // NOTIFY wakes a worker the moment a job commits; polling stays as the backstop for a missed
 // notification and for jobs that come due later (retries, checkout expiry).

@@ -5,7 +5,7 @@ import { errorCatalogue, type ErrorCode } from '../errors.js';
 import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
 import { eventTypes } from '../events/emit.js';
-import { DEFAULT_RETRY_SCHEDULE } from '../webhooks/delivery.js';
+import { DEFAULT_RETRY_SCHEDULE, DELIVERIES_PER_ENDPOINT } from '../webhooks/delivery.js';
 import { DELIVERY_TIMEOUT_MS, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
 import { deliveryErrorCategories } from '../webhooks/schemas.js';
 import { MAX_ENDPOINTS_PER_MERCHANT, TEST_DELIVERIES_IN_FLIGHT } from '../webhooks/service.js';
@@ -258,7 +258,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
       title: 'Webhooks',
       blocks: [
         {
-          p: `Register an https:// endpoint with \`POST /webhooks/endpoints\` (its signing secret, \`whsec_…\`, is shown only then and at rotation). Every change announces an event; each endpoint whose \`events\` list includes its type (an empty list means all) gets one delivery, retried after ${DEFAULT_RETRY_SCHEDULE.map(humanSeconds).join(', ')} (±10 %, ${DEFAULT_RETRY_SCHEDULE.length + 1} attempts) until it answers 2xx within ${DELIVERY_TIMEOUT_MS / 1000} s. Redirects are not followed; a 410 disables the endpoint; a \`Retry-After\` on 429 or 503 is honoured. An endpoint failing continuously (20 attempts over at least 24 hours) is disabled and you are e-mailed; \`PATCH\` it with \`enabled: true\` to resume. Sandbox endpoints (\`is_sandbox\`) get deliveries marked \`is_test\` that never disable them.`,
+          p: `Register an https:// endpoint with \`POST /webhooks/endpoints\` (its signing secret, \`whsec_…\`, is shown only then and at rotation). Every change announces an event; each endpoint whose \`events\` list includes its type (an empty list means all) gets one delivery, retried after ${DEFAULT_RETRY_SCHEDULE.map(humanSeconds).join(', ')} (±10 %, ${DEFAULT_RETRY_SCHEDULE.length + 1} attempts) until it answers 2xx within ${DELIVERY_TIMEOUT_MS / 1000} s. Redirects are not followed; a 410 disables the endpoint; a \`Retry-After\` on 429 or 503 is honoured. An endpoint failing continuously (20 attempts over at least 24 hours) is disabled and you are e-mailed; \`PATCH\` it with \`enabled: true\` to resume. Sandbox endpoints (\`is_sandbox\`) get deliveries marked \`is_test\` that never disable them. An endpoint receives at most ${DELIVERIES_PER_ENDPOINT} deliveries at once, over kept-alive connections; deliveries are concurrent, so order events by \`created_at\`, not by arrival.`,
         },
         {
           table: {

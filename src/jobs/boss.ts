@@ -53,7 +53,7 @@ export function executor(db: Queryable): Db {
 // HEARTBEAT_REFRESH_SECONDS while a job runs): a job whose heartbeat is HEARTBEAT_SECONDS old
 // goes back to the queue at the next monitor pass, and then waits its first retry delay.
 // Effect queues notify: an enqueued job wakes a worker on commit instead of at its next poll.
-// The e-mail's backoff spreads 11 retries over about 1 to 3.5 hours.
+// The e-mail's backoff spreads its 11 retries over about 1.7 to 3.4 hours.
 const HEARTBEAT_SECONDS = 10;
 export const HEARTBEAT_REFRESH_SECONDS = 2;
 export const MONITOR_INTERVAL_SECONDS = 2;
