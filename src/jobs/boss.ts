@@ -125,7 +125,7 @@ export async function migrateQueues(sql: Sql): Promise<void> {
         await boss.updateQueue(q.name, changeable);
       } else await boss.createQueue(q.name, q);
     }
-    if (legacy) await moveLegacyJobs(sql, boss);
+    if (legacy) await moveLegacyJobs(conn as unknown as Sql, boss);
   } finally {
     await boss.stop({ graceful: false, close: false }).catch(() => {});
     await conn`SELECT pg_advisory_unlock(${QUEUE_MIGRATION_LOCK})`.catch(() => {});
@@ -156,35 +156,60 @@ interface LegacyJob {
   retry_backoff: boolean;
   start_after: Date;
   singleton_key: string | null;
+  group_id: string | null;
 }
 
-async function moveLegacyJobs(sql: Sql, boss: PgBoss): Promise<void> {
+// A uuid read from a job's data, or null: old jobs' data is checked, never trusted.
+const dataId = (key: string) => `CASE WHEN j.data->>'${key}' ~ '^[0-9a-fA-F-]{36}$' THEN (j.data->>'${key}')::uuid END`;
+
+/**
+ * Moves what the pg-boss 10 schema still owes into pg-boss 12's and drops it, in one transaction
+ * on the migration's own connection (a pool of one has no other). The old job table is locked
+ * first: a request of the old release still committing its job waits, and its job is moved too.
+ * A job keeps its id, data, priority, due time (an interrupted one is due now) and the runs it had
+ * left, and gets the group this release gives its kind.
+ */
+async function moveLegacyJobs(conn: Sql, boss: PgBoss): Promise<void> {
   const names = Object.values(queues).map((q) => q.name);
-  await sql.begin(async (tx) => {
-    const owed = await tx.unsafe<LegacyJob[]>(
-      `SELECT id, name, data, priority, greatest(retry_limit - retry_count, 0) AS retries_left,
-              retry_delay, retry_backoff,
-              CASE WHEN state = 'active' THEN now() ELSE start_after END AS start_after, singleton_key
-         FROM ${LEGACY_SCHEMA}.job
-        WHERE state IN ('created', 'retry', 'active') AND name = ANY($1::text[])`,
+  await conn.unsafe('BEGIN');
+  try {
+    await conn.unsafe(`LOCK TABLE ${LEGACY_SCHEMA}.job IN EXCLUSIVE MODE`);
+    const owed = await conn.unsafe<LegacyJob[]>(
+      `SELECT j.id, j.name, j.data, j.priority,
+              greatest(j.retry_limit - j.retry_count - CASE WHEN j.state = 'retry' THEN 1 ELSE 0 END, 0) AS retries_left,
+              j.retry_delay, j.retry_backoff,
+              CASE WHEN j.state = 'active' THEN now() ELSE j.start_after END AS start_after, j.singleton_key,
+              CASE j.name
+                WHEN '${queues.emailSend.name}' THEN (SELECT merchant_id::text FROM emails WHERE id = ${dataId('email_id')})
+                WHEN '${queues.webhookFanout.name}' THEN (SELECT merchant_id::text FROM events WHERE id = ${dataId('event_id')})
+                WHEN '${queues.webhookDeliver.name}' THEN (SELECT endpoint_id::text FROM webhook_deliveries WHERE id = ${dataId('delivery_id')})
+              END AS group_id
+         FROM ${LEGACY_SCHEMA}.job j
+        WHERE j.state IN ('created', 'retry', 'active') AND j.name = ANY($1::text[])`,
       [names],
     );
-    const jobs: JobInsert[] = owed.map((j) => ({
-      id: j.id,
-      data: j.data ?? {},
-      priority: j.priority,
-      retryLimit: j.retries_left,
-      retryDelay: j.retry_delay,
-      retryBackoff: j.retry_backoff,
-      startAfter: j.start_after,
-      ...(j.singleton_key ? { singletonKey: j.singleton_key } : {}),
-    }));
     for (const name of names) {
-      const batch = jobs.filter((_, i) => owed[i]!.name === name);
-      for (let i = 0; i < batch.length; i += 500) await boss.insert(name, batch.slice(i, i + 500), { db: executor(tx) });
+      const jobs: JobInsert[] = owed
+        .filter((j) => j.name === name)
+        .map((j) => ({
+          id: j.id,
+          data: j.data ?? {},
+          priority: j.priority,
+          retryLimit: j.retries_left,
+          retryDelay: j.retry_delay,
+          retryBackoff: j.retry_backoff,
+          startAfter: j.start_after,
+          ...(j.singleton_key ? { singletonKey: j.singleton_key } : {}),
+          ...(j.group_id ? { group: { id: j.group_id } } : {}),
+        }));
+      for (let i = 0; i < jobs.length; i += 500) await boss.insert(name, jobs.slice(i, i + 500), { db: executor(conn) });
     }
-    await tx.unsafe(`DROP SCHEMA ${LEGACY_SCHEMA} CASCADE`);
-  });
+    await conn.unsafe(`DROP SCHEMA ${LEGACY_SCHEMA} CASCADE`);
+    await conn.unsafe('COMMIT');
+  } catch (err) {
+    await conn.unsafe('ROLLBACK').catch(() => {});
+    throw err;
+  }
 }
 
 /** Enqueues inside the caller's transaction: the job exists exactly when the change commits. */
