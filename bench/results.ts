@@ -6,12 +6,12 @@ export const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url
 
 /** One bench's part of RESULTS.md: its `## ` heading and description, then its runs. */
 export interface Section {
-  id: 'ratio' | 'volume' | 'soak';
+  id: 'ratio' | 'volume' | 'soak' | 'effects';
   intro: string;
   keep: number;
 }
 
-const ORDER: Section['id'][] = ['ratio', 'volume', 'soak'];
+const ORDER: Section['id'][] = ['ratio', 'volume', 'soak', 'effects'];
 const RUN_MARK = '<!-- run -->';
 const sectionMark = (id: string) => `<!-- section:${id} -->`;
 
@@ -23,6 +23,7 @@ newest run first in each section, written by the scripts themselves:
 - [API vs. database ceiling](#api-vs-database-ceiling-npm-run-bench) (\`npm run bench\`: the API against a raw postgres.js ceiling)
 - [Volume](#volume-npm-run-benchvolume) (\`npm run bench:volume\`: 1,000,000 invoices, plans with EXPLAIN)
 - [Soak](#soak-npm-run-benchsoak) (\`npm run bench:soak\`: RSS over 10 minutes of mixed load)
+- [Effects](#effects-webhooks-and-e-mails-npm-run-bencheffects) (\`npm run bench:effects\`: webhooks and e-mails at real receivers vs. a plain Node floor)
 
 The machine is shared with other work: each run notes its load average.
 `;

@@ -30,14 +30,16 @@ export interface Worker {
 }
 
 // How many jobs of a queue one worker runs at once (pg-boss's localConcurrency), and how many of
-// one group may run at once across all workers (groupConcurrency; jobs are grouped by merchant,
-// webhook attempts by endpoint). A group's cap below the worker's total is what keeps one
-// merchant's burst from starving another's, and one slow or hanging receiver (15 s timeouts)
-// from occupying every webhook slot.
+// one group of them (localGroupConcurrency; jobs are grouped by merchant, webhook attempts by
+// endpoint). A group's cap below the worker's total is what keeps one merchant's burst from
+// starving another's, and one slow or hanging receiver (15 s timeouts) from occupying every
+// webhook slot. The cap is kept in the worker's memory, exactly: pg-boss's database-wide
+// groupConcurrency lets concurrent fetches overshoot it (each counts the group's active jobs as its
+// own snapshot sees them), and with 48 fetch loops one endpoint held twice its share.
 export const EFFECTS = {
-  email: { localConcurrency: 16, groupConcurrency: 8, batchSize: 1 },
-  fanout: { localConcurrency: 8, groupConcurrency: 4, batchSize: 4 },
-  webhook: { localConcurrency: 48, groupConcurrency: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
+  email: { localConcurrency: 16, perGroup: 8, batchSize: 1 },
+  fanout: { localConcurrency: 8, perGroup: 4, batchSize: 4 },
+  webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
 } as const;
 // NOTIFY wakes a worker the moment a job commits; polling stays as the backstop for a missed
 // notification and for jobs that come due later (retries, checkout expiry).
@@ -63,12 +65,14 @@ function keepFetching(boss: PgBoss, queue: string): void {
 async function workEach<T extends object>(
   boss: PgBoss,
   queue: string,
-  shape: { localConcurrency: number; groupConcurrency: number; batchSize: number },
+  shape: { localConcurrency: number; perGroup: number; batchSize: number },
   pollingSeconds: number,
   run: (job: JobWithMetadata<T>) => Promise<unknown>,
 ): Promise<void> {
   const options = {
-    ...shape,
+    localConcurrency: shape.localConcurrency,
+    localGroupConcurrency: shape.perGroup,
+    batchSize: shape.batchSize,
     pollingIntervalSeconds: pollingSeconds,
     notifyPollingIntervalSeconds: pollingSeconds,
     includeMetadata: true as const,

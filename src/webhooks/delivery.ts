@@ -28,8 +28,8 @@ const JITTER = 0.1;
 const HOLD_SECONDS = 10;
 const HOLD_RENEW_MS = 3_000;
 
-// Attempts to one endpoint in flight at once, across every worker (pg-boss group concurrency): a
-// slow or hanging receiver holds at most this many of a worker's webhook slots.
+// Attempts to one endpoint in flight at once in one worker process (pg-boss local group
+// concurrency): a slow or hanging receiver holds at most this many of a worker's webhook slots.
 export const DELIVERIES_PER_ENDPOINT = 8;
 
 /** Another live run holds the delivery's claim: the job retries once that run is done. */
