@@ -41,7 +41,6 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { createSql, type Sql } from '../src/db/client.js';
 import { SMTP_POOL } from '../src/email/transport.js';
-import { API_PREFIX } from '../src/http/urls.js';
 import * as workerModule from '../jobs/worker.js';
 import { cleanupRegistry } from './cleanup.js';
 import { openBenchDatabase, seedMerchant, type Seed } from './db.js';
@@ -51,20 +50,13 @@ import { Latencies } from './load.js';
 import { loadAverage, machineInfo, type Machine } from './report.js';
 import { recordRun, RESULTS_FILE } from './results.js';
 import { startWebProcess, type WebProcess } from './server.js';
+import { apiRequest, intEnv } from './api-client.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TLS_DIR = path.join(ROOT, 'test/helpers/tls');
 const CA_FILE = path.join(TLS_DIR, 'receiver.crt');
 // A hard stop well past the run's usual length: whatever happens, processes and database go.
 const TIME_BUDGET_MS = 600_000;
-
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}`);
-  return n;
-}
 
 const BURST = intEnv('EFFECTS_BURST', 1000, 10, 5000);
 const STEADY_SECONDS = intEnv('EFFECTS_STEADY_SECONDS', 30, 5, 120);
@@ -339,20 +331,7 @@ interface Answer {
 
 function apiClient(baseUrl: string) {
   return async (key: string, method: 'GET' | 'POST', route: string, body?: unknown): Promise<Answer> => {
-    let status = 0;
-    let text = '';
-    try {
-      const res = await fetch(`${baseUrl}${API_PREFIX}${route}`, {
-        method,
-        headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000),
-      });
-      status = res.status;
-      text = await res.text();
-    } catch (err) {
-      text = err instanceof Error ? err.message : String(err);
-    }
+    const { status, text } = await apiRequest(baseUrl, key, method, route, body);
     let parsed: unknown = null;
     try {
       parsed = text ? JSON.parse(text) : null;

@@ -16,6 +16,7 @@ import { startHttpsReceiver } from '../test/helpers/https-receiver.js';
 import { spawnApp, startWorkerProcess, whenReady } from '../test/helpers/processes.js';
 import { startSmtpSink } from '../test/helpers/smtp.js';
 import { Latencies } from './load.js';
+import { apiRequest } from './api-client.js';
 
 export interface Teardown {
   teardown(fn: () => unknown): void;
@@ -190,20 +191,7 @@ export async function runSoak(t: Teardown, o: SoakOptions): Promise<SoakResult> 
   let unexpectedCount = 0;
   const call = async (kind: Kind, method: 'GET' | 'POST', route: string, body?: unknown, headers: Record<string, string> = {}) => {
     const started = performance.now();
-    let status = 0;
-    let text = '';
-    try {
-      const res = await fetch(`${baseUrl}${API_PREFIX}${route}`, {
-        method,
-        headers: { 'x-api-key': o.apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000),
-      });
-      status = res.status;
-      text = await res.text();
-    } catch (err) {
-      text = err instanceof Error ? err.message : String(err);
-    }
+    const { status, text } = await apiRequest(baseUrl, o.apiKey, method, route, body, headers);
     const s = stats.get(kind)!;
     s.latencies.add(performance.now() - started);
     s.byStatus[status] = (s.byStatus[status] ?? 0) + 1;

@@ -20,16 +20,9 @@ import { runHttp, type HttpLoad, type Measurement } from './load.js';
 import { loadAverage, machineInfo } from './report.js';
 import { recordRun, RESULTS_FILE, type Section } from './results.js';
 import { cleanupRegistry } from './cleanup.js';
+import { intEnv } from './api-client.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-function intEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}`);
-  return n;
-}
 
 const INVOICES = intEnv('VOLUME_INVOICES', 1_000_000, 10_000, 5_000_000);
 const DURATION = intEnv('VOLUME_DURATION', 10, 1, 60);
