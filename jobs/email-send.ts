@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
 import type { Tx } from '../src/db/client.js';
-import { claimEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
+import { claimEmail, claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
 import { keepClaim, type ClaimKeeper } from '../src/jobs/claim-keeper.js';
 import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -126,7 +126,8 @@ const errorText = (err: unknown) => (err instanceof Error ? err.message : String
 
 /**
  * This run's claim on the row, or null when there is nothing to send (gone, final, or skipped here
- * as stale). EmailInFlightError when another run's claim is live.
+ * as stale). EmailInFlightError when another run's claim is live. The slow path, for a row that
+ * claimFreshEmail did not claim; its staleness rules are those of staleReason.
  */
 async function claim(tx: Tx, id: string): Promise<EmailRow | null> {
   const row = await findEmail(tx, id);
@@ -161,7 +162,7 @@ export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt
   // The run began moments after pg-boss leased the job: until then no other run can take it.
   const leaseEnds = Date.now() + (queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) * 1000;
   const { email_id } = payload.parse(data);
-  const email = await deps.sql.begin((tx) => claim(tx, email_id));
+  const email = (await claimFreshEmail(deps.sql, email_id, CLAIM_SECONDS)) ?? (await deps.sql.begin((tx) => claim(tx, email_id)));
   if (!email) return;
   const claimKept = keepClaim(email.sending_until!, (lease) => renewEmailClaim(deps.sql, email.id, lease, CLAIM_SECONDS), CLAIM_RENEW_MS);
   try {

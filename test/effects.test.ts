@@ -116,8 +116,12 @@ t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail
   t.equal(mails[0]!.headers.get('x-invoice-id'), invoiceId, 'the invoice e-mail arrived long before the next poll');
   const [hook] = await receiver.waitFor(1, 20_000);
   t.equal(hook!.headers['x-webhook-event'], 'invoice.sent', 'its webhook arrived too: fan-out and delivery were both woken');
-  const [job] = await h.sql<{ state: string }[]>`SELECT state FROM pgboss.job WHERE name = 'email-send'`;
-  t.equal(job?.state, 'completed', 'the e-mail job is completed');
+  // The job is settled just after the message is handed over.
+  const job = await until('the e-mail job to be settled', async () => {
+    const [row] = await h.sql<{ state: string }[]>`SELECT state FROM pgboss.job WHERE name = 'email-send'`;
+    return row && row.state !== 'active' ? row : null;
+  }, 20_000);
+  t.equal(job.state, 'completed', 'the e-mail job is completed');
 });
 
 t.test('a hanging endpoint holds at most its group cap, and another merchant\'s webhook goes out before any of its requests ends', async (t) => {

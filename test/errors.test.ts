@@ -128,6 +128,25 @@ t.test('malformed JSON is 400 validation_error', async (t) => {
   t.equal(row!.n, 1);
 });
 
+t.test('a lone UTF-16 surrogate in a string or a field name is 422 naming the field, never stored or a 500', async (t) => {
+  const h = await testApp(t);
+  const { key } = await h.key(['*']);
+  for (const [raw, field] of [
+    ['{"name":"Ana \\ud800","email":"ana@example.cl"}', 'name'],
+    ['{"name":"Ana","email":"ana@example.cl","address":"\\udc00 Providencia"}', 'address'],
+    ['{"name":"Ana","email":"ana@example.cl","\\ud83d":"x"}', 'lone surrogate'],
+  ] as const) {
+    const res = await h.api('POST', '/clients', { key, raw });
+    t.equal(res.status, 422, `422 for ${raw}`);
+    t.equal(res.body.code, 'validation_error');
+    t.match(JSON.stringify(res.body.details), field, `the field is named: ${field}`);
+  }
+  const paired = await h.api('POST', '/clients', { key, raw: '{"name":"Ana \\ud83d\\ude00","email":"ana@example.cl"}' });
+  t.equal(paired.status, 201, 'a surrogate pair (an emoji) is well-formed and accepted');
+  const [row] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM clients`;
+  t.equal(row!.n, 1, 'only the well-formed client was stored');
+});
+
 t.test('a body over 1 MiB is 413 payload_too_large; exactly 1 MiB is parsed', async (t) => {
   const h = await testApp(t);
   const { key } = await h.key(['clients:create']);

@@ -61,6 +61,24 @@ export async function claimEmail(db: Queryable, id: string, seconds: number): Pr
   return rows[0] ?? null;
 }
 
+/**
+ * The common case of a run's claim in one statement: the row is queued, nobody's claim is live,
+ * and its invoice has not made it stale (a reminder of a paid or cancelled invoice, the invoice
+ * e-mail of a cancelled one). Null otherwise, and then the caller finds out which.
+ */
+export async function claimFreshEmail(db: Queryable, id: string, seconds: number): Promise<EmailRow | null> {
+  const rows = await db<EmailRow[]>`
+    UPDATE emails e SET sending_until = date_trunc('milliseconds', now()) + make_interval(secs => ${seconds}),
+                        attempts = attempts + 1
+     WHERE e.id = ${id} AND e.status = 'queued' AND (e.sending_until IS NULL OR e.sending_until < now())
+       AND NOT EXISTS (
+         SELECT 1 FROM invoices i
+          WHERE i.id = e.invoice_id AND i.merchant_id = e.merchant_id
+            AND ((e.kind = 'reminder' AND i.status IN ('paid', 'cancelled')) OR (e.kind = 'invoice' AND i.status = 'cancelled')))
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
 /** Extends a live claim of this run (`lease` is its token); the new token, or null when lost. */
 export async function renewEmailClaim(db: Queryable, id: string, lease: Date, seconds: number): Promise<Date | null> {
   const rows = await db<{ sending_until: Date }[]>`

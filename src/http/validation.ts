@@ -43,7 +43,8 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, sta
 const MAX_JSON_DEPTH = 32;
 
 /**
- * What JSON allows but no field of ours can hold: NUL characters (PostgreSQL text refuses them)
+ * What JSON allows but no field of ours can hold: NUL characters and lone UTF-16 surrogates
+ * (`"\ud800"`: PostgreSQL text and JSON refuse both)
  * and nesting deeper than MAX_JSON_DEPTH. Iterative, so no input can exhaust the stack.
  */
 export function unstorableJson(value: unknown, root = 'body'): FieldError | null {
@@ -52,6 +53,7 @@ export function unstorableJson(value: unknown, root = 'body'): FieldError | null
     const { v, path, depth } = stack.pop()!;
     const where = () => formatPath(path) || root;
     if (typeof v === 'string' && v.includes('\u0000')) return { path: where(), message: 'must not contain NUL characters' };
+    if (typeof v === 'string' && !v.isWellFormed()) return { path: where(), message: 'must be well-formed Unicode (a lone surrogate such as \\ud800 is not)' };
     if (v === null || typeof v !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) return { path: where(), message: `is nested more than ${MAX_JSON_DEPTH} levels deep` };
     if (Array.isArray(v)) {
@@ -59,7 +61,7 @@ export function unstorableJson(value: unknown, root = 'body'): FieldError | null
       continue;
     }
     for (const [k, item] of Object.entries(v)) {
-      if (k.includes('\u0000')) return { path: where(), message: 'has a field name with a NUL character' };
+      if (k.includes('\u0000') || !k.isWellFormed()) return { path: where(), message: 'has a field name with a NUL character or a lone surrogate' };
       stack.push({ v: item, path: [...path, k], depth: depth + 1 });
     }
   }

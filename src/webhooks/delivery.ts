@@ -148,10 +148,27 @@ export async function attemptDelivery(
   } finally {
     await claimKept.stop();
   }
+  if (judge(result) === 'success') {
+    const attemptRow = {
+      id: newId(),
+      delivery_id: deliveryId,
+      attempt_number: attempt,
+      started_at: startedAt,
+      duration_ms: result.durationMs,
+      request_url: claimed.url,
+      request_headers: headers,
+      response_status: result.status,
+      response_body: result.body,
+      error: null,
+      error_category: null,
+    };
+    const counts = !claimed.is_test && !claimed.endpoint_sandbox;
+    return q.recordSuccessfulAttempt(db, attemptRow, { id: claimed.endpoint_id, counts }, clock.now());
+  }
   return recordOutcome(transact, deps, claimed, attempt, startedAt, headers, result);
 }
 
-/** Runs the recording in a new transaction, begun once the attempt is over. */
+/** Runs the recording of a failed attempt in a new transaction, begun once the attempt is over. */
 export type Transact = <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T>;
 
 export function transactOn(sql: Sql): Transact {
@@ -173,7 +190,6 @@ async function recordOutcome(
     // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
     const counts = !d.is_test && !d.endpoint_sandbox;
     let disabled: q.EndpointRow | null = null;
-    if (counts && verdict === 'success') await q.recordEndpointSuccess(tx, d.endpoint_id, now);
     if (counts && verdict === 'gone') disabled = await q.disableEndpoint(tx, d.endpoint_id, 'gone', now);
     if (counts && verdict === 'failure') {
       const ep = await q.recordEndpointFailure(tx, d.endpoint_id, now);
