@@ -50,7 +50,8 @@ import { Latencies } from './load.js';
 import { loadAverage, machineInfo, type Machine } from './report.js';
 import { recordRun, RESULTS_FILE } from './results.js';
 import { startWebProcess, type WebProcess } from './server.js';
-import { apiRequest, intEnv } from './api-client.js';
+import { apiRequest } from './api-client.js';
+import { intEnv } from './settings.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TLS_DIR = path.join(ROOT, 'test/helpers/tls');

@@ -20,7 +20,7 @@ import { runHttp, type HttpLoad, type Measurement } from './load.js';
 import { loadAverage, machineInfo } from './report.js';
 import { recordRun, RESULTS_FILE, type Section } from './results.js';
 import { cleanupRegistry } from './cleanup.js';
-import { intEnv } from './api-client.js';
+import { intEnv } from './settings.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

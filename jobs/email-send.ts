@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
 import type { Tx } from '../src/db/client.js';
-import { claimEmail, claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
+import { claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
 import { keepClaim, type ClaimKeeper } from '../src/jobs/claim-keeper.js';
 import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -125,21 +125,16 @@ if (CLAIM_SECONDS >= queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) {
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * This run's claim on the row, or null when there is nothing to send (gone, final, or skipped here
- * as stale). EmailInFlightError when another run's claim is live. The slow path, for a row that
- * claimFreshEmail did not claim; its staleness rules are those of staleReason.
+ * Why claimFreshEmail claimed nothing: null when there is nothing to send (gone, final, or skipped
+ * here as stale, by staleReason's rules, which claimFreshEmail applies in SQL);
+ * EmailInFlightError when another run's claim is live.
  */
-async function claim(tx: Tx, id: string): Promise<EmailRow | null> {
+async function unclaimed(tx: Tx, id: string): Promise<null> {
   const row = await findEmail(tx, id);
   if (!row || row.status !== 'queued') return null;
   const stale = await staleReason(tx, row);
-  if (stale) {
-    if (await markSkipped(tx, id, stale)) return null;
-  } else {
-    const claimed = await claimEmail(tx, id, CLAIM_SECONDS);
-    if (claimed) return claimed;
-  }
-  // The guarded write found the row final by now, or claimed by a run that is still live.
+  if (stale && (await markSkipped(tx, id, stale))) return null;
+  // Claimed by a run that is still live (a skip waits for it too), or final by now.
   const now = await findEmail(tx, id);
   if (now?.status === 'queued') throw new EmailInFlightError(id);
   return null;
@@ -162,7 +157,7 @@ export async function deliverEmail(deps: WorkerDeps, data: unknown, finalAttempt
   // The run began moments after pg-boss leased the job: until then no other run can take it.
   const leaseEnds = Date.now() + (queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) * 1000;
   const { email_id } = payload.parse(data);
-  const email = (await claimFreshEmail(deps.sql, email_id, CLAIM_SECONDS)) ?? (await deps.sql.begin((tx) => claim(tx, email_id)));
+  const email = (await claimFreshEmail(deps.sql, email_id, CLAIM_SECONDS)) ?? (await deps.sql.begin((tx) => unclaimed(tx, email_id)));
   if (!email) return;
   const claimKept = keepClaim(email.sending_until!, (lease) => renewEmailClaim(deps.sql, email.id, lease, CLAIM_SECONDS), CLAIM_RENEW_MS);
   try {

@@ -13,15 +13,13 @@ import { createMailer } from '../src/email/transport.js';
 import { expireCheckouts } from '../jobs/checkout-expire.js';
 import type { WorkerDeps } from '../jobs/worker.js';
 import { expireCheckout } from '../src/checkout/service.js';
-import { registerProvider } from '../src/checkout/providers/registry.js';
-import { ProviderError, type PaymentProvider } from '../src/checkout/providers/provider.js';
-import { sandboxProvider } from '../src/checkout/providers/sandbox.js';
+import { ProviderError } from '../src/checkout/providers/provider.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import * as merchants from '../src/merchants/service.js';
 import { formatAmount } from '../src/money.js';
 import { setRate } from '../src/rates/service.js';
 import { until } from './helpers/until.js';
-import { CANCEL, SUCCESS, checkoutBody } from './helpers/checkout.js';
+import { CANCEL, SUCCESS, checkoutBody, gatedProvider, holdConfirmations } from './helpers/checkout.js';
 
 /** A merchant with this provider (none: null) and a key for it. */
 async function seller(h: TestApp, provider: string | null = 'sandbox', scopes: Parameters<TestApp['key']>[0] = ['*']) {
@@ -103,31 +101,6 @@ async function someoneWaitsForALock(h: TestApp): Promise<boolean> {
 /** The worker's own dependencies, for running its jobs in this process without its timers. */
 function jobDeps(h: TestApp): WorkerDeps {
   return { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, mailer: createMailer(h.ctx.config), secrets: h.ctx.secrets };
-}
-
-/** A gateway whose answers the test decides: up or down, and a confirmation that waits for a gate. */
-function testProvider(name: string) {
-  const state = {
-    failure: null as Error | null,
-    gate: null as Promise<void> | null,
-    entered: () => {},
-  };
-  const provider: PaymentProvider = {
-    name,
-    simulatesDecline: false,
-    async createSession(req) {
-      if (state.failure) throw state.failure;
-      return { sessionId: `${name}_${req.checkoutId}` };
-    },
-    async confirmPayment(req) {
-      state.entered();
-      if (state.gate) await state.gate;
-      if (state.failure) throw state.failure;
-      return sandboxProvider.confirmPayment(req);
-    },
-  };
-  registerProvider(provider);
-  return state;
 }
 
 t.test('checkout', async (t) => {
@@ -267,7 +240,7 @@ t.test('checkout', async (t) => {
   });
 
   t.test('provider failures: 503 provider_unavailable is retry-safe (the same Idempotency-Key then succeeds); others map to their codes', async (t) => {
-    const gateway = testProvider('test-outage');
+    const gateway = gatedProvider('test-outage');
     const { merchantId, key } = await seller(h, 'test-outage');
     const body = checkoutBody();
     const headers = { 'idempotency-key': 'order-503' };
@@ -552,7 +525,7 @@ t.test('checkout', async (t) => {
   });
 
   t.test('a payment racing the expiry ends in exactly one outcome', async (t) => {
-    const gateway = testProvider('test-slow');
+    const gateway = gatedProvider('test-slow');
     const { merchantId, key } = await seller(h, 'test-slow');
 
     t.test('the payment holds the session when the expiry job runs: paid, not expired', async (t) => {
@@ -562,9 +535,7 @@ t.test('checkout', async (t) => {
       const c = await create(brief, key);
       const page = await openPage(h, c.checkout_url);
       t.equal(page.decline, null, 'a provider that does not simulate declines gets no decline button');
-      let open!: () => void;
-      gateway.gate = new Promise<void>((r) => (open = r));
-      const entered = new Promise<void>((r) => (gateway.entered = r));
+      const { entered, open } = holdConfirmations(gateway);
       const pay = submit(h, page.pay!);
       await entered;
       // The deadline passes while the gateway is deciding; the job leaves the session to the payment.
@@ -630,7 +601,7 @@ t.test('checkout', async (t) => {
   });
 
   t.test('a gateway down at payment time: a 503 page, nothing recorded, Pay works once it is back', async (t) => {
-    const gateway = testProvider('test-flaky-pay');
+    const gateway = gatedProvider('test-flaky-pay');
     const { key } = await seller(h, 'test-flaky-pay');
     const c = await create(h, key);
     const page = await openPage(h, c.checkout_url);

@@ -11,10 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { testApp, type TestApp } from './helpers/app.js';
 import { invoiceBody } from './helpers/fixtures.js';
 import { clock } from '../src/clock.js';
-import { registerProvider } from '../src/checkout/providers/registry.js';
-import type { PaymentProvider } from '../src/checkout/providers/provider.js';
-import { sandboxProvider } from '../src/checkout/providers/sandbox.js';
-import { SUCCESS, checkoutBody } from './helpers/checkout.js';
+import { SUCCESS, checkoutBody, gatedProvider, holdConfirmations } from './helpers/checkout.js';
 
 /** Sessions of the test's database inside a transaction and waiting for their client. */
 async function idleInTransaction(h: TestApp): Promise<number> {
@@ -51,28 +48,19 @@ async function rateProvider(t: Test, app: () => TestApp) {
  * be held at a gate so a test can act while it is in flight.
  */
 function probeProvider(h: TestApp, name: string) {
-  const state = {
+  const seen = {
     opened: [] as { checkoutId: string; idleInTransaction: number }[],
     confirmed: [] as number[],
-    gate: null as Promise<void> | null,
-    entered: () => {},
   };
-  const provider: PaymentProvider = {
-    name,
-    simulatesDecline: false,
+  const gateway = gatedProvider(name, {
     async createSession(req) {
-      state.opened.push({ checkoutId: req.checkoutId, idleInTransaction: await idleInTransaction(h) });
-      return { sessionId: `${name}_${req.checkoutId}` };
+      seen.opened.push({ checkoutId: req.checkoutId, idleInTransaction: await idleInTransaction(h) });
     },
-    async confirmPayment(req) {
-      state.confirmed.push(await idleInTransaction(h));
-      state.entered();
-      if (state.gate) await state.gate;
-      return sandboxProvider.confirmPayment(req);
+    async confirmPayment() {
+      seen.confirmed.push(await idleInTransaction(h));
     },
-  };
-  registerProvider(provider);
-  return state;
+  });
+  return Object.assign(gateway, seen);
 }
 
 async function seller(h: TestApp, provider: string) {
@@ -204,9 +192,7 @@ t.test('outbound calls hold no transaction', async (t) => {
     const { merchantId, key } = await seller(h, 'test-probe-twice');
     const c = await create(h, key);
     const form = await payForm(h, c.checkout_url);
-    let open!: () => void;
-    gateway.gate = new Promise<void>((r) => (open = r));
-    const entered = new Promise<void>((r) => (gateway.entered = r));
+    const { entered, open } = holdConfirmations(gateway);
     const first = form.pay();
     await entered;
     const second = form.pay();
@@ -230,9 +216,7 @@ t.test('outbound calls hold no transaction', async (t) => {
     const { key } = await seller(h, 'probe-race');
     const c = await create(h, key);
     const form = await payForm(h, c.checkout_url);
-    let open!: () => void;
-    gateway.gate = new Promise<void>((r) => (open = r));
-    const entered = new Promise<void>((r) => (gateway.entered = r));
+    const { entered, open } = holdConfirmations(gateway);
     const paying = form.pay();
     await entered;
     for (const [op, body] of [['cancel', { reason: 'x' }], ['mark-paid', { payment_method: 'transfer' }]] as const) {

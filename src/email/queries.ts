@@ -47,24 +47,11 @@ export async function findEmail(db: Queryable, id: string): Promise<EmailRow | n
 }
 
 /**
- * Claims a queued row nobody else holds for `seconds`, counting the attempt; null when it is
- * final or another run's claim is still live. The returned `sending_until` is the run's token for
- * recording its outcome: it is cut to milliseconds so that it survives the round trip through a
- * JavaScript Date unchanged, and each claim of a row ends later than the one it replaced.
- */
-export async function claimEmail(db: Queryable, id: string, seconds: number): Promise<EmailRow | null> {
-  const rows = await db<EmailRow[]>`
-    UPDATE emails SET sending_until = date_trunc('milliseconds', now()) + make_interval(secs => ${seconds}),
-                      attempts = attempts + 1
-     WHERE id = ${id} AND status = 'queued' AND (sending_until IS NULL OR sending_until < now())
-    RETURNING *`;
-  return rows[0] ?? null;
-}
-
-/**
  * The common case of a run's claim in one statement: the row is queued, nobody's claim is live,
  * and its invoice has not made it stale (a reminder of a paid or cancelled invoice, the invoice
- * e-mail of a cancelled one). Null otherwise, and then the caller finds out which.
+ * e-mail of a cancelled one). Counts the attempt. Null otherwise, and then the caller finds out
+ * which. The returned `sending_until` is the run's token for recording its outcome: it is cut to
+ * milliseconds so that it survives the round trip through a JavaScript Date.
  */
 export async function claimFreshEmail(db: Queryable, id: string, seconds: number): Promise<EmailRow | null> {
   const rows = await db<EmailRow[]>`

@@ -72,7 +72,7 @@ export const queues = {
   // One job per session at its expires_at (and a periodic sweep with no checkout_id). A run that
   // finds its session not due yet (clocks a little apart) throws, and the backoff retries it.
   checkoutExpire: { name: 'checkout-expire', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
-} as const satisfies Record<string, Queue & { notify?: boolean }>;
+} as const satisfies Record<string, Queue>;
 
 export type QueueName = (typeof queues)[keyof typeof queues]['name'];
 
@@ -180,13 +180,13 @@ async function moveLegacyJobs(conn: Sql, boss: PgBoss): Promise<void> {
               j.retry_delay, j.retry_backoff,
               CASE WHEN j.state = 'active' THEN now() ELSE j.start_after END AS start_after, j.singleton_key,
               CASE j.name
-                WHEN '${queues.emailSend.name}' THEN (SELECT merchant_id::text FROM emails WHERE id = ${dataId('email_id')})
-                WHEN '${queues.webhookFanout.name}' THEN (SELECT merchant_id::text FROM events WHERE id = ${dataId('event_id')})
-                WHEN '${queues.webhookDeliver.name}' THEN (SELECT endpoint_id::text FROM webhook_deliveries WHERE id = ${dataId('delivery_id')})
+                WHEN $2 THEN (SELECT merchant_id::text FROM emails WHERE id = ${dataId('email_id')})
+                WHEN $3 THEN (SELECT merchant_id::text FROM events WHERE id = ${dataId('event_id')})
+                WHEN $4 THEN (SELECT endpoint_id::text FROM webhook_deliveries WHERE id = ${dataId('delivery_id')})
               END AS group_id
          FROM ${LEGACY_SCHEMA}.job j
         WHERE j.state IN ('created', 'retry', 'active') AND j.name = ANY($1::text[])`,
-      [names],
+      [names, queues.emailSend.name, queues.webhookFanout.name, queues.webhookDeliver.name],
     );
     for (const name of names) {
       const jobs: JobInsert[] = owed

@@ -8,8 +8,6 @@
  * away) is let go: the claim may then run out, and recording the outcome finds that out.
  */
 export interface ClaimKeeper<T> {
-  /** The claim's token as last renewed. */
-  current(): T;
   /** Stops renewing, once any renewal in flight has landed; resolves with the final token. */
   stop(): Promise<T>;
 }
@@ -32,7 +30,6 @@ export function keepClaim<T>(token: T, renew: (token: T) => Promise<T | null>, e
   }, everyMs);
   timer.unref();
   return {
-    current: () => current,
     async stop() {
       stopped = true;
       clearInterval(timer);

@@ -104,9 +104,8 @@ function describeFailure(result: PostResult): string | null {
 }
 
 /**
- * Makes attempt number `attempt` of a delivery and records it, with everything it implies, in
- * one transaction: the delivery's new state, the endpoint's failure streak, disabling it (its
- * waiting deliveries stop, the merchant is e-mailed) and the job of the next attempt.
+ * Makes attempt number `attempt` of a delivery and records it: a success in one statement, a
+ * failure with everything it implies in one transaction (recordFailedAttempt).
  * A stale or duplicate job, or one whose delivery another live worker holds, does nothing.
  * Decisions §10: no connection nor transaction is held while the receiver is waited for. The
  * claim is one statement on the pool `db`, and the outcome gets a transaction of its own.
@@ -148,24 +147,24 @@ export async function attemptDelivery(
   } finally {
     await claimKept.stop();
   }
-  if (judge(result) === 'success') {
-    const attemptRow = {
-      id: newId(),
-      delivery_id: deliveryId,
-      attempt_number: attempt,
-      started_at: startedAt,
-      duration_ms: result.durationMs,
-      request_url: claimed.url,
-      request_headers: headers,
-      response_status: result.status,
-      response_body: result.body,
-      error: null,
-      error_category: null,
-    };
-    const counts = !claimed.is_test && !claimed.endpoint_sandbox;
-    return q.recordSuccessfulAttempt(db, attemptRow, { id: claimed.endpoint_id, counts }, clock.now());
-  }
-  return recordOutcome(transact, deps, claimed, attempt, startedAt, headers, result);
+  const verdict = judge(result);
+  const kept: q.NewAttempt = {
+    id: newId(),
+    delivery_id: deliveryId,
+    attempt_number: attempt,
+    started_at: startedAt,
+    duration_ms: result.durationMs,
+    request_url: claimed.url,
+    request_headers: headers,
+    response_status: result.status,
+    response_body: result.body,
+    error: describeFailure(result),
+    error_category: verdict === 'success' ? null : failureCategory(result),
+  };
+  // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
+  const counts = !claimed.is_test && !claimed.endpoint_sandbox;
+  if (verdict === 'success') return q.recordSuccessfulAttempt(db, kept, { id: claimed.endpoint_id, counts }, clock.now());
+  return recordFailedAttempt(transact, deps, claimed, counts, verdict, kept, result.retryAfterSeconds);
 }
 
 /** Runs the recording of a failed attempt in a new transaction, begun once the attempt is over. */
@@ -175,20 +174,23 @@ export function transactOn(sql: Sql): Transact {
   return (fn) => sql.begin(fn) as never;
 }
 
-async function recordOutcome(
+/**
+ * A failed attempt and everything it implies, in one transaction: the delivery's new state, the
+ * endpoint's failure streak, disabling it (its waiting deliveries stop, the merchant is e-mailed)
+ * and the job of the next attempt.
+ */
+async function recordFailedAttempt(
   transact: Transact,
   deps: DeliveryDeps,
   d: q.ClaimedDelivery,
-  attempt: number,
-  startedAt: Date,
-  headers: Record<string, string>,
-  result: PostResult,
+  counts: boolean,
+  verdict: Exclude<Verdict, 'success'>,
+  kept: q.NewAttempt,
+  retryAfterSeconds: number | null,
 ): Promise<q.DeliveryRow | null> {
+  const attempt = kept.attempt_number;
   const write = async (tx: Queryable): Promise<q.DeliveryRow | null> => {
     const now = clock.now();
-    const verdict = judge(result);
-    // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
-    const counts = !d.is_test && !d.endpoint_sandbox;
     let disabled: q.EndpointRow | null = null;
     if (counts && verdict === 'gone') disabled = await q.disableEndpoint(tx, d.endpoint_id, 'gone', now);
     if (counts && verdict === 'failure') {
@@ -200,38 +202,25 @@ async function recordOutcome(
     }
 
     const endpointStopped = verdict === 'gone' && counts;
-    const retry = verdict !== 'success' && !endpointStopped && !disabled && attempt < d.max_attempts;
-    const delay = retry ? retryDelaySeconds(retrySchedule(deps.config), attempt, result.retryAfterSeconds) : 0;
-    const category = verdict === 'success' ? null : failureCategory(result);
+    const retry = !endpointStopped && !disabled && attempt < d.max_attempts;
+    const delay = retry ? retryDelaySeconds(retrySchedule(deps.config), attempt, retryAfterSeconds) : 0;
     const row = await q.recordAttempt(
       tx,
       d.id,
       attempt,
       {
-        status: verdict === 'success' ? 'success' : retry ? 'retrying' : 'failed',
+        status: retry ? 'retrying' : 'failed',
         next_retry_at: retry ? new Date(now.getTime() + delay * 1000) : null,
-        last_response_status: result.status,
-        last_error: verdict === 'success' ? null : (describeFailure(result) ?? (verdict === 'gone' ? 'HTTP 410: endpoint gone' : null)),
-        last_error_category: category,
+        last_response_status: kept.response_status,
+        last_error: kept.error ?? (verdict === 'gone' ? 'HTTP 410: endpoint gone' : null),
+        last_error_category: kept.error_category,
         completed_at: retry ? null : now,
       },
       now,
     );
     // Another run recorded this attempt first: write nothing.
     if (!row) throw new AlreadyRecorded();
-    await q.insertAttempt(tx, {
-      id: newId(),
-      delivery_id: d.id,
-      attempt_number: attempt,
-      started_at: startedAt,
-      duration_ms: result.durationMs,
-      request_url: d.url,
-      request_headers: headers,
-      response_status: result.status,
-      response_body: result.body,
-      error: describeFailure(result),
-      error_category: category,
-    });
+    await q.insertAttempt(tx, kept);
     if (retry) await enqueueAttempt(tx, deps.boss, d, attempt + 1, delay);
     if (disabled) await announceDisabled(tx, deps, disabled, now);
     return row;

@@ -104,17 +104,10 @@ function failure(message: string, category: DeliveryErrorCategory, durationMs: n
 
 // Attempts to one receiver reuse their connections (keep-alive). A reused connection was checked
 // by the SSRF guard when it was opened; the two agents keep the guard's two modes apart.
-const agents = new Map<boolean, https.Agent>();
-function agentFor(allowPrivate: boolean): https.Agent {
-  let agent = agents.get(allowPrivate);
-  if (!agent) {
-    // Idle connections close before receivers commonly do (Node's server: 5 s), so a request is
-    // rarely written to a socket the receiver is closing.
-    agent = new https.Agent({ keepAlive: true, timeout: 4_000, maxFreeSockets: 64 });
-    agents.set(allowPrivate, agent);
-  }
-  return agent;
-}
+// Idle connections close before receivers commonly do (Node's server: 5 s), so a request is rarely
+// written to a socket the receiver is closing.
+const agentOptions = { keepAlive: true, timeout: 4_000, maxFreeSockets: 64 };
+const agents = { guarded: new https.Agent(agentOptions), allowingPrivate: new https.Agent(agentOptions) };
 
 /**
  * One POST, never following a redirect (node's https does not), connecting only to addresses
@@ -149,7 +142,7 @@ export async function postWebhook(
         method: 'POST',
         headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
         lookup: guardedLookup(allowPrivate),
-        agent: agentFor(allowPrivate),
+        agent: allowPrivate ? agents.allowingPrivate : agents.guarded,
         signal,
       });
       req.on('response', resolve);

@@ -1,3 +1,7 @@
+import { registerProvider } from '../../src/checkout/providers/registry.js';
+import type { PaymentProvider, SessionRequest } from '../../src/checkout/providers/provider.js';
+import { sandboxProvider } from '../../src/checkout/providers/sandbox.js';
+
 // The checkout request most tests start from: each call a customer of its own.
 export const SUCCESS = 'https://shop.example/orders/1/paid';
 export const CANCEL = 'https://shop.example/orders/1';
@@ -15,4 +19,46 @@ export function checkoutBody(extra: Record<string, unknown> = {}): Record<string
     cancel_url: CANCEL,
     ...extra,
   };
+}
+
+/**
+ * A registered gateway that pays as the sandbox does, and whose answers a test decides: down
+ * (`failure`), or a confirmation held at a gate (holdConfirmations). `observe` sees each call
+ * first, for tests that record what the app held while it called out.
+ */
+export function gatedProvider(
+  name: string,
+  observe: { createSession?(req: SessionRequest): Promise<void>; confirmPayment?(): Promise<void> } = {},
+) {
+  const state = {
+    failure: null as Error | null,
+    gate: null as Promise<void> | null,
+    entered: () => {},
+  };
+  const provider: PaymentProvider = {
+    name,
+    simulatesDecline: false,
+    async createSession(req) {
+      await observe.createSession?.(req);
+      if (state.failure) throw state.failure;
+      return { sessionId: `${name}_${req.checkoutId}` };
+    },
+    async confirmPayment(req) {
+      await observe.confirmPayment?.();
+      state.entered();
+      if (state.gate) await state.gate;
+      if (state.failure) throw state.failure;
+      return sandboxProvider.confirmPayment(req);
+    },
+  };
+  registerProvider(provider);
+  return state;
+}
+
+/** Holds the gateway's confirmations until `open`; `entered` resolves when one reaches it. */
+export function holdConfirmations(gateway: { gate: Promise<void> | null; entered: () => void }) {
+  let open!: () => void;
+  gateway.gate = new Promise<void>((r) => (open = r));
+  const entered = new Promise<void>((r) => (gateway.entered = r));
+  return { entered, open: () => open() };
 }
