@@ -11,6 +11,7 @@ import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
 import { queues } from '../src/jobs/boss.js';
+import { addressDomain, redactedMessage } from '../src/logger.js';
 import type { WorkerDeps } from './worker.js';
 
 // Old jobs outlive deploys: the payload is checked, never trusted.
@@ -180,11 +181,37 @@ async function send(deps: WorkerDeps, email: EmailRow, claimKept: ClaimKeeper<Da
   try {
     sent = { providerId: await deps.mailer.deliver(message), at: clock.now() };
   } catch (error) {
+    logRefusal(deps, email, error, finalAttempt);
     // Recorded, then thrown: pg-boss retries, and the row says why.
     await recordFailure(deps.sql, email.id, await claimKept.stop(), errorText(error), finalAttempt);
     throw error;
   }
   await recordSent(deps, email.id, await claimKept.stop(), message.subject, sent, leaseEnds);
+}
+
+/**
+ * The SMTP server's refusal (or the outbox's write error), for whoever runs the worker: the e-mail
+ * by its ids and the recipient only by domain; nodemailer's `responseCode` and `command` say what
+ * the server answered to which step. The message itself is never logged.
+ */
+function logRefusal(deps: WorkerDeps, email: EmailRow, error: unknown, finalAttempt: boolean): void {
+  const smtp = (error instanceof Error ? error : {}) as { code?: unknown; responseCode?: unknown; command?: unknown };
+  deps.log?.warn(
+    {
+      email_id: email.id,
+      kind: email.kind,
+      merchant_id: email.merchant_id,
+      invoice_id: email.invoice_id,
+      recipient_domain: addressDomain(email.to_address),
+      attempt: email.attempts,
+      final: finalAttempt,
+      smtp_code: smtp.responseCode ?? null,
+      smtp_command: smtp.command ?? null,
+      error_code: smtp.code ?? null,
+      error: redactedMessage(error),
+    },
+    'e-mail delivery failed',
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { assertPatchedPostgres } from '../src/db/driver-check.js';
 import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
@@ -15,6 +16,7 @@ import { fanOut } from './webhook-fanout.js';
 import { deliverWebhook } from './webhook-deliver.js';
 import { DELIVERIES_PER_ENDPOINT } from '../src/webhooks/delivery.js';
 import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
+import { createLogger, redactedMessage, type Log } from '../src/logger.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -22,6 +24,8 @@ export interface WorkerDeps {
   boss: PgBoss;
   mailer: Mailer;
   secrets: SecretBox;
+  /** Where e-mail and webhook failures are logged; tests that run a job by hand may leave it out. */
+  log?: Log;
 }
 
 export interface Worker {
@@ -50,6 +54,18 @@ function isFinalAttempt(job: JobWithMetadata): boolean {
 }
 
 /**
+ * A job whose handler threw. pg-boss retries it (the same job id, retryCount one higher) until
+ * retryLimit, so a warning while retries are left, an error when the job stays failed.
+ */
+function logJobFailure(log: Log, queue: string, job: JobWithMetadata, err: unknown): void {
+  const final = isFinalAttempt(job);
+  log[final ? 'error' : 'warn'](
+    { queue, job_id: job.id, retry_count: job.retryCount, retry_limit: job.retryLimit, error: redactedMessage(err) },
+    final ? 'job failed, no retries left' : 'job failed, to be retried',
+  );
+}
+
+/**
  * A worker that just finished a job fetches again at once instead of waiting for its next poll,
  * for as long as fetches find work: pg-boss only bursts on full batches, and a batch cut short by
  * a group's cap would otherwise send the worker to sleep with work still waiting.
@@ -64,6 +80,7 @@ function keepFetching(boss: PgBoss, queue: string): void {
  */
 async function workEach<T extends object>(
   boss: PgBoss,
+  log: Log,
   queue: string,
   shape: { localConcurrency: number; perGroup: number; batchSize: number },
   pollingSeconds: number,
@@ -83,46 +100,54 @@ async function workEach<T extends object>(
   await boss.work<T, unknown, typeof options>(queue, options, async (jobs: JobWithMetadata<T>[]) => {
     const settled = await Promise.allSettled(jobs.map((job) => run(job)));
     keepFetching(boss, queue);
-    return settled.map((r, n) =>
-      r.status === 'fulfilled'
-        ? { id: jobs[n]!.id, status: 'completed' as const }
-        : { id: jobs[n]!.id, status: 'failed' as const, output: { message: r.reason instanceof Error ? r.reason.message : String(r.reason) } },
-    );
+    return settled.map((r, n) => {
+      const job = jobs[n]!;
+      if (r.status === 'fulfilled') return { id: job.id, status: 'completed' as const };
+      logJobFailure(log, queue, job, r.reason);
+      return { id: job.id, status: 'failed' as const, output: { message: r.reason instanceof Error ? r.reason.message : String(r.reason) } };
+    });
+  });
+}
+
+const SCHEDULED_FETCH = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: 2 };
+
+/** A scheduled queue's jobs, one at a time; one that throws is logged and pg-boss retries it. */
+async function workScheduled<T extends object>(boss: PgBoss, log: Log, queue: string, run: (job: JobWithMetadata<T>) => Promise<unknown>): Promise<void> {
+  await boss.work<T, unknown, typeof SCHEDULED_FETCH>(queue, SCHEDULED_FETCH, async ([job]) => {
+    if (!job) return;
+    try {
+      await run(job);
+    } catch (err) {
+      logJobFailure(log, queue, job, err);
+      throw err;
+    }
   });
 }
 
 export interface WorkerOptions {
-  log?: (msg: string) => void;
+  /** npm start may hand over the web's logger; otherwise the worker makes its own from config. */
+  logger?: Log;
   /** The effect queues' polling backstop behind NOTIFY (tests lengthen it to prove the wake-up). */
   pollingSeconds?: number;
 }
 
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
 export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions = {}): Promise<Worker> {
-  const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
+  const log = opts.logger ?? createLogger(config);
   const polling = opts.pollingSeconds ?? POLLING_SECONDS;
   const secrets = loadSecretBox(config);
   const boss = createBoss(sql, { worker: true });
-  boss.on('error', (err) => log(`pg-boss: ${String(err)}`));
+  boss.on('error', (err) => log.error({ err }, 'pg-boss error'));
   await boss.start();
-  const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets };
-  const fetch = { batchSize: 1, includeMetadata: true as const, pollingIntervalSeconds: 2 };
+  const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets, log };
 
-  await workEach(boss, queues.emailSend.name, EFFECTS.email, polling, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
-  await workEach(boss, queues.webhookFanout.name, EFFECTS.fanout, polling, (job) => fanOut(deps, job.data));
-  await workEach(boss, queues.webhookDeliver.name, EFFECTS.webhook, polling, (job) => deliverWebhook(deps, job.data));
-  await boss.work(queues.overdueSweep.name, fetch, async () => {
-    await sweepOverdue(deps);
-  });
-  await boss.work(queues.remindersSchedule.name, fetch, async () => {
-    await scheduleReminders(deps);
-  });
-  await boss.work(queues.idempotencyPurge.name, fetch, async () => {
-    await purgeExpired(deps);
-  });
-  await boss.work(queues.checkoutExpire.name, fetch, async ([job]) => {
-    if (job) await expireCheckouts(deps, job.data);
-  });
+  await workEach(boss, log, queues.emailSend.name, EFFECTS.email, polling, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
+  await workEach(boss, log, queues.webhookFanout.name, EFFECTS.fanout, polling, (job) => fanOut(deps, job.data));
+  await workEach(boss, log, queues.webhookDeliver.name, EFFECTS.webhook, polling, (job) => deliverWebhook(deps, job.data));
+  await workScheduled(boss, log, queues.overdueSweep.name, () => sweepOverdue(deps));
+  await workScheduled(boss, log, queues.remindersSchedule.name, () => scheduleReminders(deps));
+  await workScheduled(boss, log, queues.idempotencyPurge.name, () => purgeExpired(deps));
+  await workScheduled(boss, log, queues.checkoutExpire.name, (job) => expireCheckouts(deps, job.data));
 
   // Decisions §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
   // planner runs often enough to catch 09:00 in every time zone; purges hourly.
@@ -143,10 +168,12 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
 }
 
 async function main(): Promise<void> {
+  assertPatchedPostgres();
   const config = loadConfig();
+  const log = createLogger(config);
   const db = await openDatabase(config, 'invoicing-worker');
-  const worker = await startWorker(config, db.sql);
-  process.stderr.write('invoicing worker ready\n');
+  const worker = await startWorker(config, db.sql, { logger: log });
+  log.info('invoicing worker ready');
   onShutdown(async () => {
     await worker.stop();
     await db.close();

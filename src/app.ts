@@ -16,6 +16,7 @@ import { registerCheckoutPages } from './public/checkout-page.js';
 import { registerHostedPageLimit } from './public/page-limit.js';
 import { registerAdmin } from './admin/routes.js';
 import { isApiPath, maskTokens } from './http/urls.js';
+import { loggerOptions } from './logger.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
@@ -83,18 +84,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       opts.logger === false
         ? false
         : {
-            level: ctx.config.LOG_LEVEL,
-            redact: {
-              paths: [
-                'req.headers["x-api-key"]',
-                'req.headers.authorization',
-                'req.headers.cookie',
-                '*.secret',
-                '*.password',
-                '*.key',
-              ],
-              censor: '[redacted]',
-            },
+            ...loggerOptions(ctx.config),
             serializers: { req: requestLogLine },
             ...(opts.logStream ? { stream: opts.logStream } : {}),
           },

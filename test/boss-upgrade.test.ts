@@ -234,7 +234,7 @@ t.test("a database today's release left is upgraded by migrate, and its owed e-m
   // This release's worker does the work owed: both e-mails reach their clients.
   const smtp = await startSmtpSink(t);
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: url, SMTP_URL: smtp.url });
-  let worker: Worker | null = await startWorker(config, sql, { log: () => {} });
+  let worker: Worker | null = await startWorker(config, sql);
   t.teardown(async () => {
     await worker?.stop();
   });

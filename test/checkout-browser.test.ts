@@ -3,18 +3,14 @@
 // each time on a tiny shop of its own. It proves what HTTP alone cannot: the page works under its
 // own Content-Security-Policy (forms, their cross-origin 303s, the inline style), the browser's
 // own Origin and Sec-Fetch-Site pass the cross-site check, and the page fits a phone's screen.
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { testApp } from './helpers/app.js';
+import { browserProblem, launchBrowser } from './helpers/browser.js';
 import { clock } from '../src/clock.js';
 import { freePort } from '../src/db/embedded.js';
-
-const CHROMIUM = '/usr/bin/chromium';
 
 /** The merchant's shop: success and cancel pages that say where the customer landed. */
 async function startShop(t: { teardown(fn: () => unknown): void }) {
@@ -33,7 +29,9 @@ async function startShop(t: { teardown(fn: () => unknown): void }) {
   return { success: `${base}/success`, cancel: `${base}/cancel`, hits };
 }
 
-t.test('checkout in headless Chromium', async (t) => {
+const problem = browserProblem();
+if (problem) t.fail(problem);
+else t.test('checkout in headless Chromium', async (t) => {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const h = await testApp(t, { PUBLIC_BASE_URL: base });
@@ -42,26 +40,8 @@ t.test('checkout in headless Chromium', async (t) => {
   const m = await h.merchant({ payment_provider: 'sandbox', name: 'Librería Andes' });
   const { key } = await h.key(['*'], { merchantId: m.id });
 
-  const profile = await mkdtemp(path.join(os.tmpdir(), 'checkout-chromium-'));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 375, height: 740 },
-  });
-  t.teardown(async () => {
-    await browser.close();
-    await rm(profile, { recursive: true, force: true });
-  });
+  const browser = await launchBrowser({ width: 375, height: 740 });
+  t.teardown(() => browser.dispose());
   const violations: string[] = [];
   browser.on('console', (msg) => {
     if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());

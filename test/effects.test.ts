@@ -95,7 +95,7 @@ t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail
     SELECT array_agg(name ORDER BY name) AS names FROM pgboss.queue WHERE notify`;
   t.same(notifying!.names, ['email-send', 'webhook-deliver', 'webhook-fanout'], 'the effect queues notify on insert');
 
-  const worker = await startWorker(h.ctx.config, h.sql, { log: () => {}, pollingSeconds: 60 });
+  const worker = await startWorker(h.ctx.config, h.sql, { pollingSeconds: 60 });
   t.teardown(() => worker.stop());
   // The worker listens on a connection of its own: the listener postgres.js keeps beside the pool.
   const listening = await until('the worker to LISTEN', async () => {

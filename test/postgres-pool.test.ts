@@ -1,9 +1,9 @@
-// postgres.js's pool with the patches of src/db/patch-postgres.mjs. Unpatched, a pool that is
-// never wholly busy grows its idle queue by one slot per query and scans all of them on the next,
-// so a quietly busy process gets slower query by query; a reserved connection that died is handed
-// back to the pool on release and never reconnects; and a backend that dies mid-query fails the
-// next query with its old error, strands a query sent before the close, or, while the types are
-// fetched, ends the process with an unhandled rejection.
+// postgres.js's pool with the fixes of patches/postgres+3.4.9.patch (patches/README.md).
+// Unpatched, a pool that is never wholly busy grows its idle queue by one slot per query and scans
+// all of them on the next, so a quietly busy process gets slower query by query; a reserved
+// connection that died is handed back to the pool on release and never reconnects; and a backend
+// that dies mid-query fails the next query with its old error, strands a query sent before the
+// close, or, while the types are fetched, ends the process with an unhandled rejection.
 import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
 import net from 'node:net';

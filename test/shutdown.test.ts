@@ -19,7 +19,8 @@ t.test('worker: SIGTERM mid-delivery lets the e-mail job finish, then exits 0', 
   const smtp = await startSmtpSink(t, { delayMs: 4_000 });
   const h = await testApp(t, { SMTP_URL: smtp.url });
   const { key } = await h.key(['*']);
-  const worker = spawnApp(t, 'jobs/worker.ts', { DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url });
+  // At info: its ready line is an info line.
+  const worker = spawnApp(t, 'jobs/worker.ts', { DATABASE_URL: h.dbUrl, SMTP_URL: smtp.url, LOG_LEVEL: 'info' });
   await whenReady(worker, 'the worker', () => worker.output().includes('invoicing worker ready'));
 
   const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });

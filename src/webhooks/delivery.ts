@@ -12,11 +12,17 @@ import { DELIVERY_TIMEOUT_MS, postWebhook, type PostResult } from './http-post.j
 import type { DeliveryErrorCategory } from './schemas.js';
 import type { SecretBox } from './secrets.js';
 import * as q from './queries.js';
+import type { Log } from '../logger.js';
 
 export interface DeliveryDeps {
   config: Config;
   boss: PgBoss;
   secrets: SecretBox;
+  /**
+   * Where a failed attempt is logged: the worker's logger. The web's test attempts have none;
+   * their outcome is the answer to the merchant's request.
+   */
+  log?: Log;
 }
 
 // Decisions §10: waits after the first attempt; max_attempts is one more than its length.
@@ -164,7 +170,32 @@ export async function attemptDelivery(
   // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
   const counts = !claimed.is_test && !claimed.endpoint_sandbox;
   if (verdict === 'success') return q.recordSuccessfulAttempt(db, kept, { id: claimed.endpoint_id, counts }, clock.now());
+  logFailedAttempt(deps.log, claimed, kept);
   return recordFailedAttempt(transact, deps, claimed, counts, verdict, kept, result.retryAfterSeconds);
+}
+
+/**
+ * The receiver's failure, for whoever runs the worker: ids to find the delivery and its endpoint,
+ * and only the URL's host (its path or query may carry the merchant's own tokens). Neither the
+ * signed headers nor either body is logged.
+ */
+function logFailedAttempt(log: Log | undefined, d: q.ClaimedDelivery, kept: q.NewAttempt): void {
+  log?.warn(
+    {
+      delivery_id: d.id,
+      endpoint_id: d.endpoint_id,
+      merchant_id: d.merchant_id,
+      event_type: d.event_type,
+      attempt: kept.attempt_number,
+      max_attempts: d.max_attempts,
+      host: URL.parse(d.url)?.host ?? null,
+      status: kept.response_status,
+      error_category: kept.error_category,
+      error: kept.error,
+      duration_ms: kept.duration_ms,
+    },
+    'webhook attempt failed',
+  );
 }
 
 /** Runs the recording of a failed attempt in a new transaction, begun once the attempt is over. */

@@ -83,7 +83,7 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
     dbUrl,
     merchant,
     async startWorker() {
-      worker ??= await startWorker(config, sql, { log: () => {} });
+      worker ??= await startWorker(config, sql);
       return worker;
     },
     async key(scopes = ['*'], opts = {}) {

