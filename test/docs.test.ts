@@ -149,6 +149,10 @@ t.test('the reference', async (t) => {
     // Request body fields come from the zod schema, nested ones in dot/bracket form.
     t.ok(text.includes('- `items[].unit_price` (number; required'), 'nested body fields');
     t.ok(text.includes('- `client.email` (string (email); required'), 'nested object fields');
+    // A request field with a default may be left out, and the docs still say the default.
+    t.ok(text.includes('- `is_tax_exempt` (boolean; optional): Default: `false`'), 'defaults of request fields');
+    // The catalogue says what `details` holds for each code.
+    t.match(text, /^\| `client_already_exists` \| 409 \| `never` \| [^|]+ \| `email`: /m, 'details of a code');
     // One curl per route.
     t.equal((text.match(/^curl /gm) ?? []).length >= apiRoutes.length + DOCS.length, true, 'a curl example per route');
   });

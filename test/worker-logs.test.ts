@@ -114,10 +114,12 @@ t.test('LOG_LEVEL=warn: the failures still, and no info line', async (t) => {
   await sendInvoice(h, key);
 
   await until('the refused e-mail to be logged', logged(worker, 'e-mail delivery failed'), 30_000);
+  // The job's failure is logged after the e-mail's, once pg-boss has recorded it.
+  await until('its failed job to be logged', logged(worker, 'job failed, to be retried'), 30_000);
   await until('the failed webhook attempt to be logged', logged(worker, 'webhook attempt failed'), 30_000);
   const lines = linesOf(worker);
   t.same(lines.filter((l) => l.level < 40), [], 'nothing below warn, not even the ready line');
-  t.ok(lines.some((l) => l.msg === 'job failed, to be retried'), 'the failed job is a warning');
+  t.equal(lines.find((l) => l.msg === 'job failed, to be retried')?.level, 40, 'the failed job is a warning');
   t.notOk(worker.output().includes(endpoint.secret), 'no signing secret');
 });
 

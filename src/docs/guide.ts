@@ -4,11 +4,13 @@
 import { errorCatalogue, type ErrorCode } from '../errors.js';
 import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
-import { eventTypes } from '../events/emit.js';
+import { eventTypes, type EventType } from '../events/emit.js';
+import { eventDataFields, eventSchemaName } from '../events/schemas.js';
 import { DEFAULT_RETRY_SCHEDULE, DELIVERIES_PER_ENDPOINT } from '../webhooks/delivery.js';
 import { DELIVERY_TIMEOUT_MS, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
 import { deliveryErrorCategories } from '../webhooks/schemas.js';
 import { MAX_ENDPOINTS_PER_MERCHANT, TEST_DELIVERIES_IN_FLIGHT } from '../webhooks/service.js';
+import { toSchema, type JsonSchema } from './schema.js';
 
 function humanSeconds(n: number): string {
   if (n % 3600 === 0) return `${n / 3600} h`;
@@ -46,6 +48,29 @@ const scopeGrants: Partial<Record<Scope, string>> = {
   'checkout:create': 'Create checkout sessions and read their status',
   '*': 'Full access: every scope',
 };
+
+/** What each tag of the reference groups, in its `tags` (every tag has one). */
+export const tagDescriptions: Record<string, string> = {
+  Invoices: 'Create invoices (one at a time or up to 50 in a call), read and list them, send them, remind, record payments made elsewhere, cancel, and get the PDF.',
+  Clients: 'The people and companies you invoice. Creating an invoice reuses the client with its e-mail or creates one.',
+  Checkout: 'Hosted payment pages: a session creates and sends an invoice and takes the customer to pay it.',
+  Account: 'What your key is: its account, scopes and rate-limit window, and whether the account can take payments.',
+  Payments: 'Payments recorded against your invoices, by mark-paid or through checkout.',
+  Webhooks: 'Endpoints that receive signed event notifications: register, list, update, delete, rotate the secret, send a test event, verify a signature.',
+  Reference: 'This reference in three forms (HTML, OpenAPI, llms.txt); no key needed.',
+};
+
+/** What `details` holds for a code, in words, from its declaration in the catalogue. */
+function detailsInWords(code: ErrorCode): string {
+  const json = toSchema(errorCatalogue[code].details, 'output', {});
+  const props = (json.properties ?? {}) as Record<string, JsonSchema>;
+  const required = (json.required ?? []) as string[];
+  const fields = Object.entries(props).map(([name, p]) => {
+    const value = p.const !== undefined ? ` = ${JSON.stringify(p.const)}` : '';
+    return `\`${name}\`${value}${required.includes(name) ? '' : ' (optional)'}: ${String(p.description ?? '')}`;
+  });
+  return fields.length ? fields.join('; ') : 'null';
+}
 
 /** When each code is answered. A code missing here still appears in the catalogue. */
 export const errorMeanings: Partial<Record<ErrorCode, string>> = {
@@ -157,7 +182,7 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
               ['`code`', 'string', 'Stable identifier: branch on it, never on `message`'],
               ['`message`', 'string', 'Human-readable prose; may be reworded'],
               ['`retry`', 'string', '`never`, `safe` or `after_seconds:N` (see below)'],
-              ['`details`', 'object or null', '`errors: [{ path, message }]` for `validation_error`; `required_scope` for `insufficient_scope`'],
+              ['`details`', 'object or null', 'Facts for a program, as the code declares them (the Details column below): `errors: [{ path, message }]` for `validation_error`, `required_scope` for `insufficient_scope`, the invoice `status` of a 409, …; null for a code that has none'],
               ['`request_id`', 'string', 'Equals the `X-Request-Id` response header'],
               ['`path`', 'string', 'Request path without the query string'],
               ['`timestamp`', 'string', 'RFC 3339 UTC'],
@@ -190,11 +215,11 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
         { p: 'Error catalogue (the HTTP status is the usual one; `validation_error` can also be 400 or 415 as described):' },
         {
           table: {
-            head: ['Code', 'HTTP', 'Retry', 'When'],
+            head: ['Code', 'HTTP', 'Retry', 'When', 'Details'],
             anchor: 'error',
             rows: (Object.keys(errorCatalogue) as ErrorCode[])
               .sort()
-              .map((code) => [`\`${code}\``, String(errorCatalogue[code].status), `\`${errorCatalogue[code].retry}\``, errorMeanings[code] ?? '']),
+              .map((code) => [`\`${code}\``, String(errorCatalogue[code].status), `\`${errorCatalogue[code].retry}\``, errorMeanings[code] ?? '', detailsInWords(code)]),
           },
         },
       ],
@@ -262,12 +287,18 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
         },
         {
           table: {
-            head: ['Event type', 'Sent when'],
-            rows: Object.entries(eventTypes).map(([type, description]) => ['`' + type + '`', description]),
+            head: ['Event type', 'Sent when', '`data`'],
+            rows: Object.entries(eventTypes).map(([type, description]) => [
+              '`' + type + '`',
+              description,
+              eventDataFields(type as EventType)
+                .map(([field, component]) => `\`${field}\`: ${component}`)
+                .join(', '),
+            ]),
           },
         },
         {
-          p: 'The body is `{ "id", "type", "created_at", "api_version": "v1", "is_test", "data": { "object": … } }`, where `object` is the resource as its GET returns it. Headers: `X-Webhook-Id` (the event id: de-duplicate on it, a delivery may arrive more than once), `X-Webhook-Event` (the type) and `X-Webhook-Signature: t=<unix seconds>,v1=<hex>`, where the hex is HMAC-SHA256 keyed with the whole secret over `<t>.<raw body>`: the scheme of Stripe, so `stripe.webhooks.constructEvent(rawBody, header, secret)` verifies it. Check it yourself like this, and reject timestamps more than 5 minutes old:',
+          p: `The body is \`{ "id", "type", "created_at", "api_version": "v1", "is_test", "data": { "object": … } }\`, where \`object\` is the resource as its GET returns it (the table names each type's \`data\`; the OpenAPI document's \`webhooks\` has each type's body and headers, the bodies as components such as \`${eventSchemaName('invoice.paid')}\`; a test event has the shape of a real one). Headers: \`X-Webhook-Id\` (the event id: de-duplicate on it, a delivery may arrive more than once), \`X-Webhook-Event\` (the type) and \`X-Webhook-Signature: t=<unix seconds>,v1=<hex>\`, where the hex is HMAC-SHA256 keyed with the whole secret over \`<t>.<raw body>\`: the scheme of Stripe, so \`stripe.webhooks.constructEvent(rawBody, header, secret)\` verifies it. Check it yourself like this, and reject timestamps more than 5 minutes old:`,
         },
         {
           code: `const [t, v1] = header.split(',').map((p) => p.split('=')[1]);

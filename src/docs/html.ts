@@ -1,10 +1,12 @@
 // The human reference page: a server-side render of the OpenAPI document (tags → operations →
 // parameters, body, responses) plus the guide's prose. Self-contained: inline CSS, no script,
 // no external resource, so it works offline and under a strict Content-Security-Policy.
+import { errorCatalogue, type ErrorCode } from '../errors.js';
 import { API_PREFIX } from '../http/urls.js';
 import type { Block, Section } from './guide.js';
-import type { JsonSchema, Parameter } from './openapi.js';
+import { errorSchemaName, type JsonSchema, type Parameter } from './openapi.js';
 import { componentResolver, constraints, deref, fieldRows, refName, typeLabel, type FieldRow, type Resolver } from './schema.js';
+import { webhookEntries } from './webhooks.js';
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -149,6 +151,30 @@ function operationHtml({ method, path, op }: Op, resolve: Resolver): string {
   return `<article class="op" id="${id}">${parts.join('\n')}</article>`;
 }
 
+/** What a merchant's endpoint receives (the document's `webhooks`): the headers and answers every type shares, then each type's body. */
+function webhooksHtml(doc: JsonSchema, resolve: Resolver): string {
+  const entries = webhookEntries(doc);
+  const first = entries[0];
+  if (!first) return '';
+  return [
+    '<section id="webhook-events"><h2>Webhook events</h2>',
+    "<p>Each event is a POST of JSON to every enabled endpoint subscribed to its type (an empty <code>events</code> list subscribes to all), described by the OpenAPI document's <code>webhooks</code>, with these headers:</p>",
+    table(
+      ['Header', 'Type', 'Notes'],
+      first.headers.map((p) => [`<code>${escapeHtml(p.name)}</code>`, escapeHtml(typeLabel(p.schema, resolve)), inline(p.description)]),
+    ),
+    '<h4>Your answer</h4>',
+    table(['Status', 'Meaning'], first.answers.map(([status, meaning]) => [`<span class="status">${escapeHtml(status)}</span>`, inline(meaning)])),
+    '<h4>Event types</h4>',
+    table(
+      ['Event type', 'Sent when', 'Body'],
+      entries.map((e) => [`<code>${escapeHtml(e.type)}</code>`, inline(e.summary), e.body ? `<a href="#${anchor('schema', e.body)}">${escapeHtml(e.body)}</a>` : '']),
+      entries.map((e) => anchor('event', e.type)),
+    ),
+    '</section>',
+  ].join('\n');
+}
+
 const CSS = `
 :root{--fg:#1c2430;--muted:#5b6675;--bg:#fff;--panel:#f5f7fa;--line:#dde3ea;--accent:#0b5fff;--code:#eef1f5}
 @media (prefers-color-scheme:dark){:root{--fg:#e4e8ee;--muted:#9aa6b5;--bg:#12161c;--panel:#1a2029;--line:#2c3542;--accent:#6ea2ff;--code:#222a35}}
@@ -207,8 +233,11 @@ export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string
       byTag.get(tag)!.push({ method, path: path.startsWith(API_PREFIX) ? path.slice(API_PREFIX.length) || '/' : path, op });
     }
   }
-  const schemaNames = Object.keys(components).filter((n) => n !== 'Error');
+  // The error envelopes differ only in `code` and `details`: the guide's catalogue shows those.
+  const envelopes = new Set((Object.keys(errorCatalogue) as ErrorCode[]).map(errorSchemaName));
+  const schemaNames = Object.keys(components).filter((n) => !envelopes.has(n));
 
+  const eventsHtml = webhooksHtml(doc, resolve);
   const nav = [
     '<strong>Guide</strong><ul>',
     ...sections.map((s) => `<li><a href="#${anchor('guide', s.id)}">${escapeHtml(s.title)}</a></li>`),
@@ -220,6 +249,7 @@ export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string
           .join('')}</ul></li>`,
     ),
     '</ul>',
+    ...(eventsHtml ? ['<strong><a href="#webhook-events">Webhook events</a></strong><br>'] : []),
     ...(schemaNames.length ? [`<strong><a href="#schemas">Schemas</a></strong>`] : []),
   ].join('');
 
@@ -252,6 +282,7 @@ export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string
 <main>
 ${guideHtml.join('\n')}
 ${endpointsHtml.join('\n')}
+${eventsHtml}
 ${schemasHtml}
 </main>
 </div>

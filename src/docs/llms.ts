@@ -6,6 +6,7 @@ import { API_PREFIX } from '../http/urls.js';
 import { API_SUMMARY, API_TITLE, displayPath, guide, sectionsToMarkdown } from './guide.js';
 import { errorsByStatus, openApiPath, type JsonSchema, type Parameter, type PublicRoute } from './openapi.js';
 import { componentResolver, constraints, deref, fieldRows, refName, typeLabel, type FieldRow, type Resolver } from './schema.js';
+import { webhookEntries } from './webhooks.js';
 
 function fieldLine(row: FieldRow): string {
   const bits = [row.type, row.required ? 'required' : 'optional', ...row.notes];
@@ -80,6 +81,23 @@ function routeSection(def: RouteDef, doc: JsonSchema, resolve: Resolver, refs: S
   return out.join('\n\n');
 }
 
+/** What a merchant's endpoint receives: the document's `webhooks`, whose headers and answers every type shares. */
+function webhooksSection(doc: JsonSchema, resolve: Resolver, refs: Set<string>): string[] {
+  const entries = webhookEntries(doc);
+  const first = entries[0];
+  if (!first) return [];
+  for (const e of entries) if (e.body) refs.add(e.body);
+  return [
+    [
+      '## Webhook events',
+      'Each event is a POST of JSON to every enabled endpoint subscribed to its type (an empty `events` list subscribes to all), described by the OpenAPI document\'s `webhooks`, with these headers:',
+      first.headers.map((p) => paramLine(p, resolve)).join('\n'),
+      `Your answer:\n\n${first.answers.map(([status, meaning]) => `- ${status}: ${meaning}`).join('\n')}`,
+      `Event types and their bodies (see Schemas):\n\n${entries.map((e) => `- \`${e.type}\`: body \`${e.body}\`. ${e.summary}`).join('\n')}`,
+    ].join('\n\n'),
+  ];
+}
+
 function publicSection(r: PublicRoute, doc: JsonSchema): string {
   const op = operationOf(doc, r.method, r.path);
   const sample = codeSample(op);
@@ -114,6 +132,8 @@ export function buildLlmsTxt(routes: RouteDef[], publicRoutes: PublicRoute[], do
     return `## ${tag}\n\n${parts.join('\n\n')}`;
   });
 
+  const events = webhooksSection(doc, resolve, refs);
+
   // Named response shapes, once each (a shape may name further shapes: follow them).
   const schemaSections: string[] = [];
   const done = new Set<string>();
@@ -132,6 +152,7 @@ export function buildLlmsTxt(routes: RouteDef[], publicRoutes: PublicRoute[], do
     sectionsToMarkdown(guide({ baseUrl, routes, publicPaths: publicRoutes.map((r) => r.path) })),
     `## Endpoints\n\nEvery path is relative to the base URL.\n\n${index}`,
     ...endpoints,
-    ...(schemaSections.length ? [`## Schemas\n\nResponse shapes named above. Nullable fields are present with the value null.\n\n${schemaSections.join('\n\n')}`] : []),
+    ...events,
+    ...(schemaSections.length ? [`## Schemas\n\nResponse and event shapes named above. Nullable fields are present with the value null.\n\n${schemaSections.join('\n\n')}`] : []),
   ].join('\n\n') + '\n';
 }

@@ -1,9 +1,12 @@
+import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from '../errors.js';
 import type { RouteDef } from '../http/route.js';
+import { timestamp } from '../http/schemas.js';
 import { API_PREFIX } from '../http/urls.js';
-import { API_SUMMARY, API_TITLE, errorMeanings, guide, sectionsToMarkdown } from './guide.js';
+import { API_SUMMARY, API_TITLE, errorMeanings, guide, sectionsToMarkdown, tagDescriptions } from './guide.js';
 import { curlExample } from './examples.js';
-import { componentResolver, deref, toSchema, type JsonSchema } from './schema.js';
+import { componentResolver, deref, sampleValue, toSchema, type JsonSchema } from './schema.js';
+import { buildWebhooks } from './webhooks.js';
 
 export type { JsonSchema };
 
@@ -37,6 +40,12 @@ export function openApiPath(path: string): string {
 
 // Every route can answer these, whatever it does.
 const COMMON_ERRORS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'ip_not_allowed', 'rate_limited', 'validation_error', 'internal_error', 'service_unavailable'];
+// The reference needs no key but is counted per address like any keyless request (api.ts).
+const PUBLIC_ROUTE_ERRORS: [number, ErrorCode[]][] = [
+  [429, ['rate_limited']],
+  [500, ['internal_error']],
+  [503, ['service_unavailable']],
+];
 
 export function errorCodesFor(def: RouteDef): ErrorCode[] {
   const codes = new Set<ErrorCode>([...COMMON_ERRORS, ...def.errors]);
@@ -122,31 +131,98 @@ const rateLimitHeaders = {
   'X-Request-Id': headerRef('X-Request-Id'),
 };
 
+/** `client_already_exists` → `ClientAlreadyExistsError`, the component of that code's envelope. */
+export function errorSchemaName(code: ErrorCode): string {
+  const pascal = code.replace(/(?:^|_)([a-z])/g, (_m, c: string) => c.toUpperCase());
+  return pascal.endsWith('Error') ? pascal : `${pascal}Error`;
+}
+
+/**
+ * The one error envelope (spec, Errors) as one code answers it: `code` fixed, `details` as the
+ * catalogue declares it for that code, so a typed client narrows on `code` and reads the details.
+ */
+function errorEnvelope(code: ErrorCode) {
+  return z
+    .object({
+      code: z.literal(code).meta({ description: 'Stable identifier: branch on it, not on message' }),
+      message: z.string().meta({ description: 'Prose; may be reworded' }),
+      retry: z
+        .string()
+        .regex(/^(never|safe|after_seconds:\d+)$/)
+        .meta({ description: 'never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds)' }),
+      details: errorCatalogue[code].details,
+      request_id: z.string().meta({ description: 'Equals the X-Request-Id response header' }),
+      path: z.string().meta({ description: 'Request path without the query string' }),
+      timestamp,
+    })
+    .meta({ description: errorMeanings[code] ?? code });
+}
+
+/** A reference to the envelope of a code, added to `components` when first met. */
+function errorSchemaRef(code: ErrorCode, components: Record<string, JsonSchema>): { $ref: string } {
+  const name = errorSchemaName(code);
+  components[name] ??= toSchema(errorEnvelope(code), 'output', components);
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+/** The body of an error status: the envelope of its one code, or one of its codes' told apart by `code`. */
+function errorBodySchema(codes: ErrorCode[], components: Record<string, JsonSchema>): JsonSchema {
+  const refs = codes.map((c) => errorSchemaRef(c, components));
+  if (refs.length === 1) return refs[0]!;
+  return { oneOf: refs, discriminator: { propertyName: 'code', mapping: Object.fromEntries(codes.map((c, i) => [c, refs[i]!.$ref])) } };
+}
+
 /** Name in `components.examples` of the example envelope of a code at a status. */
 function errorExampleName(code: ErrorCode, status: number): string {
   return status === errorCatalogue[code].status ? code : `${code}_${status}`;
 }
 
-function errorExample(code: ErrorCode, status: number, path: string): unknown {
+function errorExample(code: ErrorCode, status: number, path: string, components: Record<string, JsonSchema>): unknown {
+  const resolve = componentResolver(components);
+  const details = deref(deref(errorSchemaRef(code, components), resolve).properties, resolve).details;
   return {
     code,
     message: errorMeanings[code] ?? code,
     retry: errorCatalogue[code].retry,
+    // A validation_error of another status than 422 is about the body as a whole.
     details:
-      code === 'validation_error'
-        ? { errors: [{ path: status === 400 ? 'body' : 'field', message: status === 415 ? 'Content-Type must be application/json' : 'is required' }] }
-        : code === 'insufficient_scope'
-          ? { required_scope: 'invoices:read' }
-          : null,
+      code === 'validation_error' && status !== 422
+        ? { errors: [{ path: 'body', message: status === 415 ? 'Content-Type must be application/json' : 'malformed JSON body' }] }
+        : sampleValue(details, resolve),
     request_id: '6f1c2d9e-1b7a-4c1e-9a59-0c3f8e2b7d41',
     path,
     timestamp: '2026-11-22T03:16:13.123Z',
   };
 }
 
+/** The error responses of an operation: per status, the envelopes of its codes and an example of each. */
+function errorResponses(byStatus: [number, ErrorCode[]][], components: Record<string, JsonSchema>, examples: Record<string, unknown>): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, codes] of byStatus) {
+    const retryAfter = codes.some((c) => /^after_seconds:/.test(errorCatalogue[c].retry));
+    responses[status] = {
+      description: `Error: ${codes.join(', ')}`,
+      headers: { ...rateLimitHeaders, ...(retryAfter ? { 'Retry-After': headerRef('Retry-After') } : {}) },
+      content: {
+        'application/json': {
+          schema: errorBodySchema(codes, components),
+          examples: Object.fromEntries(
+            codes.map((c) => {
+              const name = errorExampleName(c, status);
+              examples[name] ??= { summary: errorMeanings[c] ?? c, value: errorExample(c, status, API_PREFIX + '/invoices', components) };
+              return [c, { $ref: `#/components/examples/${name}` }];
+            }),
+          ),
+        },
+      },
+    };
+  }
+  return responses;
+}
+
 function operation(def: RouteDef, components: Record<string, JsonSchema>, examples: Record<string, unknown>, publicBaseUrl: string): JsonSchema {
   const paramsJson = def.params ? toSchema(def.params, 'input', components) : undefined;
-  const bodyJson = def.body ? toSchema(def.body, 'input', components) : undefined;
+  const bodyJson = def.body ? toSchema(def.body, 'body', components) : undefined;
   const successHeaders: Record<string, unknown> = { ...rateLimitHeaders };
   if (def.idempotent) successHeaders['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
   const mediaType = (def.response.contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
@@ -159,26 +235,8 @@ function operation(def: RouteDef, components: Record<string, JsonSchema>, exampl
       headers: successHeaders,
       ...(content ? { content } : {}),
     },
+    ...errorResponses(errorsByStatus(def), components, examples),
   };
-  for (const [status, codes] of errorsByStatus(def)) {
-    const retryAfter = codes.some((c) => /^after_seconds:/.test(errorCatalogue[c].retry));
-    responses[status] = {
-      description: `Error: ${codes.join(', ')}`,
-      headers: { ...rateLimitHeaders, ...(retryAfter ? { 'Retry-After': headerRef('Retry-After') } : {}) },
-      content: {
-        'application/json': {
-          schema: { $ref: '#/components/schemas/Error' },
-          examples: Object.fromEntries(
-            codes.map((c) => {
-              const name = errorExampleName(c, status);
-              examples[name] ??= { summary: errorMeanings[c] ?? c, value: errorExample(c, status, API_PREFIX + '/invoices') };
-              return [c, { $ref: `#/components/examples/${name}` }];
-            }),
-          ),
-        },
-      },
-    };
-  }
   const description = [def.description, def.scope ? `Scope: \`${def.scope}\`.` : 'Any valid key (no scope needed).'].filter(Boolean).join('\n\n');
   const exampleParams = def.example?.params;
   return {
@@ -195,7 +253,8 @@ function operation(def: RouteDef, components: Record<string, JsonSchema>, exampl
     ...(def.body
       ? {
           requestBody: {
-            required: true,
+            // api.ts validates an absent body as `{}`: where that passes, the body may be left out.
+            required: !def.body.safeParse({}).success,
             content: {
               'application/json': {
                 schema: bodyJson,
@@ -210,7 +269,16 @@ function operation(def: RouteDef, components: Record<string, JsonSchema>, exampl
   };
 }
 
-function publicOperation(r: PublicRoute, publicBaseUrl: string): JsonSchema {
+// The one JSON reference route answers this document; its shape is OpenAPI's, not ours to restate.
+const openApiDocumentSchema = {
+  type: 'object',
+  required: ['openapi', 'info'],
+  properties: { openapi: { type: 'string', const: '3.1.0' }, info: { type: 'object', additionalProperties: true } },
+  additionalProperties: true,
+  externalDocs: { url: 'https://spec.openapis.org/oas/v3.1.0' },
+};
+
+function publicOperation(r: PublicRoute, publicBaseUrl: string, components: Record<string, JsonSchema>, examples: Record<string, unknown>): JsonSchema {
   return {
     operationId: r.operationId,
     summary: r.summary,
@@ -221,40 +289,14 @@ function publicOperation(r: PublicRoute, publicBaseUrl: string): JsonSchema {
     responses: {
       200: {
         description: r.summary,
-        content: { [r.contentType.split(';')[0]!.trim()]: { schema: r.contentType.startsWith('application/json') ? { type: 'object' } : { type: 'string' } } },
+        headers: rateLimitHeaders,
+        content: { [r.contentType.split(';')[0]!.trim()]: { schema: r.contentType.startsWith('application/json') ? openApiDocumentSchema : { type: 'string' } } },
       },
+      ...errorResponses(PUBLIC_ROUTE_ERRORS, components, examples),
     },
     'x-codeSamples': [{ lang: 'Shell', label: 'curl', source: `curl -sS "${publicBaseUrl}${openApiPath(r.path)}"` }],
   };
 }
-
-export const errorSchema = {
-  type: 'object',
-  required: ['code', 'message', 'retry', 'details', 'request_id', 'path', 'timestamp'],
-  properties: {
-    code: { type: 'string', enum: Object.keys(errorCatalogue), description: 'Stable identifier: branch on it, not on message' },
-    message: { type: 'string', description: 'Prose; may be reworded' },
-    retry: { type: 'string', description: 'never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds)', pattern: '^(never|safe|after_seconds:\\d+)$' },
-    details: {
-      type: ['object', 'null'],
-      description: 'errors[{path, message}] for validation_error; required_scope for insufficient_scope',
-      properties: {
-        errors: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['path', 'message'],
-            properties: { path: { type: 'string', description: 'Field in dot and bracket form: items[0].unit_price' }, message: { type: 'string' } },
-          },
-        },
-        required_scope: { type: 'string' },
-      },
-    },
-    request_id: { type: 'string', description: 'Equals the X-Request-Id response header' },
-    path: { type: 'string', description: 'Request path without the query string' },
-    timestamp: { type: 'string', format: 'date-time' },
-  },
-};
 
 /** OpenAPI 3.1 document generated from the route definitions that validate requests. */
 export function buildOpenApi(routes: RouteDef[], publicBaseUrl: string, publicRoutes: PublicRoute[] = []): JsonSchema {
@@ -271,7 +313,7 @@ export function buildOpenApi(routes: RouteDef[], publicBaseUrl: string, publicRo
   for (const r of publicRoutes) {
     const p = openApiPath(r.path);
     paths[p] ??= {};
-    paths[p][r.method.toLowerCase()] = publicOperation(r, publicBaseUrl);
+    paths[p][r.method.toLowerCase()] = publicOperation(r, publicBaseUrl, components, examples);
     if (!tags.includes(r.tag)) tags.push(r.tag);
   }
   const baseUrl = publicBaseUrl + API_PREFIX;
@@ -282,11 +324,17 @@ export function buildOpenApi(routes: RouteDef[], publicBaseUrl: string, publicRo
       version: '1.0.0',
       summary: API_SUMMARY,
       description: sectionsToMarkdown(guide({ baseUrl, routes, publicPaths: publicRoutes.map((r) => r.path) })),
+      // No licence is granted: the service and its description are the operator's.
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: publicBaseUrl, description: `Paths include the version prefix ${API_PREFIX}` }],
+    // Relative: the host that served this document, whatever name it was reached by (PUBLIC_BASE_URL
+    // may be unset, and then names localhost). The paths carry the version prefix, so the spec's
+    // {base_url} is this server followed by the prefix.
+    servers: [{ url: '/', description: `The host serving this document; paths include the version prefix ${API_PREFIX}` }],
     security: [{ ApiKey: [] }],
-    tags: tags.map((name) => ({ name })),
+    tags: tags.map((name) => ({ name, description: tagDescriptions[name] })),
     paths,
+    webhooks: buildWebhooks(components),
     components: {
       securitySchemes: {
         ApiKey: {
@@ -296,7 +344,7 @@ export function buildOpenApi(routes: RouteDef[], publicBaseUrl: string, publicRo
           description: 'Keys are created by support staff and shown once. Each operation names the scope it needs in x-required-scope.',
         },
       },
-      schemas: { ...components, Error: errorSchema },
+      schemas: components,
       headers: headerComponents,
       examples,
     },

@@ -40,14 +40,35 @@ function stableJson(v: unknown): string {
 }
 
 /**
+ * A request body's field with a default says it in words: `Default: \`false\``, not `default`.
+ * openapi-typescript (with `defaultNonNullable`, on unless told otherwise) types a field of a
+ * component that has a `default` as always present, which holds for an answer but makes a client
+ * send every defaulted field of a request. The server still applies the default.
+ */
+function defaultInWords({ jsonSchema }: { jsonSchema: JsonSchema }): void {
+  if (jsonSchema.default === undefined) return;
+  const said = `Default: \`${JSON.stringify(jsonSchema.default)}\``;
+  jsonSchema.description = typeof jsonSchema.description === 'string' ? `${jsonSchema.description}. ${said}` : said;
+  delete jsonSchema.default;
+}
+
+/**
  * JSON Schema (2020-12, the dialect of OpenAPI 3.1) of a zod schema. Schemas named with
  * `.meta({ id })` are moved into `components` and referenced as `#/components/schemas/{id}`:
  * a `#/$defs/...` reference left inside an OpenAPI document would resolve against the document
  * root, where no `$defs` exists. When input and output of one id differ (defaults make fields
- * required on output), the second one met gets an `Input`/`Output` suffix.
+ * required on output), the second one met gets an `Input`/`Output` suffix. `body` is the input of
+ * a request body, whose defaults are stated in words (defaultInWords).
  */
-export function toSchema(schema: z.ZodType, io: 'input' | 'output', components: Record<string, JsonSchema>): JsonSchema {
-  const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12', reused: 'inline', cycles: 'ref' }) as JsonSchema;
+export function toSchema(schema: z.ZodType, io: 'input' | 'output' | 'body', components: Record<string, JsonSchema>): JsonSchema {
+  const json = z.toJSONSchema(schema, {
+    io: io === 'body' ? 'input' : io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+    reused: 'inline',
+    cycles: 'ref',
+    ...(io === 'body' ? { override: defaultInWords } : {}),
+  }) as JsonSchema;
   delete json.$schema;
   delete json.id;
   const defs = isObject(json.$defs) ? (json.$defs as Record<string, JsonSchema>) : {};
@@ -62,7 +83,7 @@ export function toSchema(schema: z.ZodType, io: 'input' | 'output', components: 
       const name = names.get(id)!;
       const existing = components[name];
       if (existing && stableJson(existing) !== stableJson(rewriteRefs(def, names))) {
-        const suffix = io === 'input' ? 'Input' : 'Output';
+        const suffix = io === 'output' ? 'Output' : 'Input';
         let next = name.endsWith(suffix) ? `${name}2` : `${name}${suffix}`;
         while (components[next] && stableJson(components[next]) !== stableJson(rewriteRefs(def, new Map([...names, [id, next]])))) next += '_';
         names.set(id, next);

@@ -1,55 +1,159 @@
 import type { EventType } from '../events/emit.js';
-import { newId } from '../ids.js';
+import type { EventData } from '../events/schemas.js';
+import { newId, randomToken } from '../ids.js';
+import { checkoutResource } from '../checkout/service.js';
+import type { CheckoutRow } from '../checkout/queries.js';
+import { clientResource } from '../clients/service.js';
+import type { ClientRow } from '../clients/queries.js';
+import { reminderResource } from '../invoices/lifecycle.js';
+import type { ReminderRow } from '../invoices/lifecycle-queries.js';
+import { invoiceResource, type Urls } from '../invoices/service.js';
+import type { ListedInvoice } from '../invoices/queries.js';
+import type { InvoiceStatus } from '../invoices/schemas.js';
+import { paymentResource, type PaymentRow } from '../payments/service.js';
 
-// What each event type's invoice looks like afterwards, so a test event reads like a real one.
-const invoiceStatusAfter: Partial<Record<EventType, string>> = {
-  'invoice.created': 'draft',
-  'invoice.sent': 'sent',
-  'invoice.viewed': 'viewed',
-  'invoice.overdue': 'overdue',
-  'invoice.reminder_sent': 'sent',
-  'invoice.paid': 'paid',
-  'invoice.cancelled': 'cancelled',
-};
+const DAY_MS = 86_400_000;
 
 /**
- * `data` of a test event (decisions §10: `POST .../test` builds a sample event): the shape of the
- * real resource with made-up values, so a receiver can exercise its parsing end to end.
+ * Made-up rows of one sample: a client, an invoice to them with a reminder, a checkout session for
+ * it and its payment. Typed as the rows the real queries return, so a column that the resources
+ * start to show must be given here too (the compiler says so).
  */
-export function sampleEventData(type: EventType, at: string): Record<string, unknown> {
-  const [kind] = type.split('.') as [string];
-  if (kind === 'client') {
+class SampleRows {
+  readonly ids = { invoice: newId(), client: newId(), checkout: newId(), payment: newId() };
+  readonly transactionId = `test_${randomToken(12)}`;
+
+  constructor(
+    readonly merchantId: string,
+    readonly now: Date,
+  ) {}
+
+  private date(offsetDays: number): string {
+    return new Date(this.now.getTime() + offsetDays * DAY_MS).toISOString().slice(0, 10);
+  }
+
+  invoice(status: InvoiceStatus): ListedInvoice {
+    const paid = status === 'paid';
     return {
-      object: { id: newId(), name: 'Cliente de Prueba SpA', email: 'cliente@example.cl', rut: '76086428-5', phone: null, address: null, created_at: at, updated_at: at },
+      id: this.ids.invoice,
+      client_id: this.ids.client,
+      client_name: 'Cliente de Prueba SpA',
+      client_email: 'cliente@example.cl',
+      client_phone: null,
+      invoice_number: status === 'draft' ? null : 'INV-000001',
+      external_reference: 'TEST-1',
+      status,
+      currency: 'CLP',
+      exchange_rate: null,
+      base_currency: null,
+      issue_date: this.date(status === 'overdue' ? -31 : 0),
+      due_date: this.date(status === 'overdue' ? -1 : 30),
+      is_tax_exempt: false,
+      tax_inclusive: false,
+      tax_rate: '19',
+      subtotal: '10000',
+      tax_total: '1900',
+      total: '11900',
+      amount_paid: paid ? '11900' : '0',
+      public_token: randomToken(),
+      payment_provider: paid ? 'manual' : null,
+      payment_transaction_id: paid ? this.ids.payment : null,
+      paid_at: paid ? this.now : null,
+      created_at: this.now,
+      updated_at: this.now,
+      items: [{ id: newId(), product_id: null, description: 'Servicio de prueba', quantity: '1', unit_price: '10000', line_total: '10000' }],
     };
   }
-  if (kind === 'payment') {
-    const failed = type === 'payment.failed';
+
+  client(): ClientRow {
     return {
-      object: {
-        id: newId(), invoice_id: newId(), invoice_number: 'INV-000001', amount: '11900.00', currency: 'CLP', method: 'card', provider: 'sandbox',
-        transaction_id: `test_${newId()}`, status: failed ? 'failed' : 'succeeded', paid_at: failed ? null : at, created_at: at,
-      },
+      id: this.ids.client,
+      merchant_id: this.merchantId,
+      name: 'Cliente de Prueba SpA',
+      email: 'cliente@example.cl',
+      rut: '76086428-5',
+      phone: null,
+      address: null,
+      created_at: this.now,
+      updated_at: this.now,
     };
   }
-  if (kind === 'checkout') {
-    const completed = type === 'checkout.completed';
+
+  reminder(): ReminderRow {
+    return { id: newId(), invoice_id: this.ids.invoice, reminder_number: 1, kind: 'manual', schedule_offset: null, sent_at: this.now };
+  }
+
+  checkout(outcome: 'completed' | 'expired'): CheckoutRow {
+    const completed = outcome === 'completed';
     return {
-      object: {
-        checkout_id: newId(), status: completed ? 'completed' : 'expired', payment_status: completed ? 'paid' : 'unpaid', invoice_id: newId(),
-        checkout_url: 'https://example.invalid/checkout/test', external_reference: 'TEST-1', completed_at: completed ? at : null,
-      },
+      id: this.ids.checkout,
+      merchant_id: this.merchantId,
+      invoice_id: this.ids.invoice,
+      token: randomToken(),
+      csrf_token: randomToken(),
+      status: outcome,
+      payment_status: completed ? 'paid' : 'unpaid',
+      amount: '11900',
+      currency: 'CLP',
+      description: 'Pedido de prueba',
+      customer_name: 'Cliente de Prueba SpA',
+      customer_email: 'cliente@example.cl',
+      success_url: 'https://example.com/orders/TEST-1/paid',
+      cancel_url: 'https://example.com/orders/TEST-1',
+      external_reference: 'TEST-1',
+      locale: 'es',
+      provider: 'sandbox',
+      provider_session_id: `test_${this.ids.checkout}`,
+      payment_claim: null,
+      payment_claimed_until: null,
+      expires_at: completed ? new Date(this.now.getTime() + DAY_MS) : this.now,
+      completed_at: completed ? this.now : null,
+      created_at: new Date(this.now.getTime() - (completed ? 60_000 : DAY_MS)),
+      updated_at: this.now,
     };
   }
-  const status = invoiceStatusAfter[type] ?? 'sent';
-  const data: Record<string, unknown> = {
-    object: {
-      id: newId(), invoice_number: status === 'draft' ? null : 'INV-000001', status, currency: 'CLP', subtotal: '10000.00', tax_amount: '1900.00',
-      total: '11900.00', amount_paid: status === 'paid' ? '11900.00' : '0.00', client: { name: 'Cliente de Prueba SpA', email: 'cliente@example.cl', rut: '76086428-5' },
-      items: [{ description: 'Servicio de prueba', quantity: '1', unit_price: '10000.00', total: '10000.00' }],
-      external_reference: 'TEST-1', created_at: at, updated_at: at,
-    },
-  };
-  if (type === 'invoice.reminder_sent') data.reminder = { reminder_number: 1, sent_at: at, kind: 'manual' };
-  return data;
+
+  payment(outcome: 'succeeded' | 'failed'): PaymentRow {
+    const succeeded = outcome === 'succeeded';
+    return {
+      id: this.ids.payment,
+      merchant_id: this.merchantId,
+      invoice_id: this.ids.invoice,
+      invoice_number: 'INV-000001',
+      amount: '11900',
+      currency: 'CLP',
+      method: 'card',
+      provider: 'sandbox',
+      transaction_id: this.transactionId,
+      status: outcome,
+      paid_at: succeeded ? this.now : null,
+      created_at: this.now,
+    };
+  }
+}
+
+/**
+ * Each type's `data` from the sample rows, through the formatters its real event is built with
+ * (decisions §10: a test event has the shape of a real one), so a field added to a resource
+ * reaches its test events too. Each line mirrors the type's emitEvent call.
+ */
+const sampleData: { [T in EventType]: (rows: SampleRows, urls: Urls) => EventData<T> } = {
+  'invoice.created': (r, urls) => ({ object: invoiceResource(r.invoice('draft'), urls) }),
+  'invoice.sent': (r, urls) => ({ object: invoiceResource(r.invoice('sent'), urls) }),
+  'invoice.viewed': (r, urls) => ({ object: invoiceResource(r.invoice('viewed'), urls) }),
+  'invoice.overdue': (r, urls) => ({ object: invoiceResource(r.invoice('overdue'), urls) }),
+  'invoice.reminder_sent': (r, urls) => ({ object: invoiceResource(r.invoice('sent'), urls), reminder: reminderResource(r.reminder()) }),
+  'invoice.paid': (r, urls) => ({ object: invoiceResource(r.invoice('paid'), urls) }),
+  'invoice.cancelled': (r, urls) => ({ object: invoiceResource(r.invoice('cancelled'), urls) }),
+  'client.created': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
+  'client.updated': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
+  'checkout.completed': (r, urls) => ({ object: checkoutResource(r.checkout('completed'), urls.publicBase, r.now) }),
+  'checkout.expired': (r, urls) => ({ object: checkoutResource(r.checkout('expired'), urls.publicBase, r.now) }),
+  'payment.succeeded': (r) => ({ object: paymentResource(r.payment('succeeded')) }),
+  'payment.failed': (r) => ({ object: paymentResource(r.payment('failed')) }),
+};
+
+/** `data` of a test event of this type (`POST .../test`): made-up values, the real shape. */
+export function sampleEventData<T extends EventType>(type: T, merchantId: string, now: Date, urls: Urls): EventData<T> {
+  return sampleData[type](new SampleRows(merchantId, now), urls);
 }

@@ -3,6 +3,7 @@ import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
+import { invoiceUrls } from '../http/urls.js';
 import { buildEvent, eventTypes, type EventType } from '../events/emit.js';
 import { checkWebhookUrl } from './address-guard.js';
 import { attemptDelivery, enqueueAttempt, maxAttempts, transactOn, type DeliveryDeps } from './delivery.js';
@@ -161,7 +162,7 @@ export async function testEndpoint(sql: Sql, merchantId: string, id: string, typ
         retry: 'after_seconds:1',
       });
     }
-    const event = buildEvent(eventType, sampleEventData(eventType, now.toISOString()), true);
+    const event = buildEvent(eventType, sampleEventData(eventType, merchantId, now, invoiceUrls(deps.config)), true);
     return q.insertTestDelivery(tx, { id: newId(), merchant_id: merchantId, endpoint_id: id, event_id: event.id, event_type: eventType, payload: JSON.stringify(event), now });
   });
   const done = await attemptDelivery(sql, transactOn(sql), deps, delivery.id, 1, TEST_DELIVERY_TIMEOUT_MS);

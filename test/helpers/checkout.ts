@@ -1,6 +1,7 @@
 import { registerProvider } from '../../src/checkout/providers/registry.js';
 import type { PaymentProvider, SessionRequest } from '../../src/checkout/providers/provider.js';
 import { sandboxProvider } from '../../src/checkout/providers/sandbox.js';
+import type { TestApp } from './app.js';
 
 // The checkout request most tests start from: each call a customer of its own.
 export const SUCCESS = 'https://shop.example/orders/1/paid';
@@ -61,4 +62,20 @@ export function holdConfirmations(gateway: { gate: Promise<void> | null; entered
   gateway.gate = new Promise<void>((r) => (open = r));
   const entered = new Promise<void>((r) => (gateway.entered = r));
   return { entered, open: () => open() };
+}
+
+/** The hosted checkout page's form, submitted as the customer's browser would (not an API call). */
+export async function submitCheckoutForm(h: TestApp, checkoutUrl: string, action: 'pay' | 'decline'): Promise<void> {
+  const page = await h.app.inject({ url: new URL(checkoutUrl).pathname });
+  const form = [...page.body.matchAll(/<form method="post" action="([^"]+)">\s*<input type="hidden" name="csrf_token" value="([^"]+)">/g)].find((m) =>
+    m[1]!.endsWith(`/${action}`),
+  );
+  if (!form) throw new Error(`no ${action} form on the checkout page`);
+  const res = await h.app.inject({
+    method: 'POST',
+    url: new URL(form[1]!, checkoutUrl).pathname,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin', origin: 'null' },
+    payload: new URLSearchParams({ csrf_token: form[2]! }).toString(),
+  });
+  if (res.statusCode !== 303) throw new Error(`${action}: ${res.statusCode}`);
 }
