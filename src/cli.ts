@@ -16,6 +16,10 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   merchants create --name N --email E [--base-currency CLP] [--payment-provider sandbox]
   merchants list
   merchants set-provider --merchant ID --payment-provider sandbox|none
+  merchants set-tax-profile --merchant ID --rut R --razon-social S --giro G --direccion D --comuna C --ciudad C
+                            [--acteco N] [--resolucion-numero N --resolucion-fecha YYYY-MM-DD] [--sii-env certificacion|produccion]
+  merchants set-tax-profile --merchant ID --clear
+  merchants set-payment-instructions --merchant ID (--text T | --clear)
   keys create --merchant ID --scopes LIST [--allow-ip CIDR]... [--rate-limit N]
   keys list [--merchant ID]
   keys revoke KEY_ID
@@ -35,6 +39,18 @@ const options = {
   currency: { type: 'string' },
   rate: { type: 'string' },
   date: { type: 'string' },
+  rut: { type: 'string' },
+  'razon-social': { type: 'string' },
+  giro: { type: 'string' },
+  acteco: { type: 'string' },
+  direccion: { type: 'string' },
+  comuna: { type: 'string' },
+  ciudad: { type: 'string' },
+  'resolucion-numero': { type: 'string' },
+  'resolucion-fecha': { type: 'string' },
+  'sii-env': { type: 'string' },
+  text: { type: 'string' },
+  clear: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -64,6 +80,28 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
     case 'merchants set-provider': {
       const provider = required(values, 'payment-provider');
       return merchants.setPaymentProvider(sql, required(values, 'merchant'), provider === 'none' ? null : provider);
+    }
+    case 'merchants set-tax-profile': {
+      const merchantId = required(values, 'merchant');
+      if (values.clear) return merchants.setTaxProfile(sql, merchantId, null);
+      const numero = values['resolucion-numero'];
+      return merchants.setTaxProfile(sql, merchantId, {
+        rut: required(values, 'rut'),
+        razon_social: required(values, 'razon-social'),
+        giro: required(values, 'giro'),
+        acteco: values.acteco ?? null,
+        direccion: required(values, 'direccion'),
+        comuna: required(values, 'comuna'),
+        ciudad: required(values, 'ciudad'),
+        // A number only when it is one: anything else reaches the schema as text and is refused by name.
+        resolucion_numero: numero === undefined ? null : /^\d+$/.test(numero) ? Number(numero) : (numero as unknown as number),
+        resolucion_fecha: values['resolucion-fecha'] ?? null,
+        sii_env: (values['sii-env'] ?? null) as 'certificacion' | null,
+      });
+    }
+    case 'merchants set-payment-instructions': {
+      const merchantId = required(values, 'merchant');
+      return merchants.setPaymentInstructions(sql, merchantId, values.clear ? null : required(values, 'text'));
     }
     case 'keys create':
       return merchants.createApiKey(sql, {

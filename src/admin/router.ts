@@ -30,6 +30,14 @@ export const appRouter = router({
     setPaymentProvider: adminProcedure
       .input(s.setProviderInput)
       .mutation(({ ctx, input }) => merchants.setPaymentProvider(ctx.db, input.merchant_id, input.payment_provider)),
+    /** The issuer's legal profile its documents print (decisions §15); null clears it. */
+    setTaxProfile: adminProcedure
+      .input(s.setTaxProfileInput)
+      .mutation(({ ctx, input }) => merchants.setTaxProfile(ctx.db, input.merchant_id, input.tax_profile)),
+    /** What the hosted invoice page says about paying when the merchant cannot charge (decisions §11); null clears it. */
+    setPaymentInstructions: adminProcedure
+      .input(s.setPaymentInstructionsInput)
+      .mutation(({ ctx, input }) => merchants.setPaymentInstructions(ctx.db, input.merchant_id, input.payment_instructions)),
   }),
   keys: router({
     /** The answer's `key` is the only time the key is ever shown. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Decimal, isCurrency } from '../money.js';
 import { deliveryStatuses, eventType } from '../webhooks/schemas.js';
 import { REPLAY_FAILED_MAX } from '../webhooks/replay.js';
-import { paymentProviders } from '../merchants/service.js';
+import { paymentInstructionsInput, paymentProviders, taxProfileInput } from '../merchants/service.js';
 
 export { createKeyInput, createMerchantInput } from '../merchants/service.js';
 
@@ -57,6 +57,16 @@ export const eventIdInput = z.strictObject({ event_id: z.uuid() });
 export const setProviderInput = z.strictObject({
   merchant_id: z.uuid(),
   payment_provider: z.enum(paymentProviders).nullable(),
+});
+
+export const setTaxProfileInput = z.strictObject({
+  merchant_id: z.uuid(),
+  tax_profile: taxProfileInput.nullable(),
+});
+
+export const setPaymentInstructionsInput = z.strictObject({
+  merchant_id: z.uuid(),
+  payment_instructions: paymentInstructionsInput,
 });
 
 export const keyListInput = z.strictObject({ merchant_id: z.uuid().optional() }).default({});

@@ -27,3 +27,10 @@ export function normaliseTaxId(value: string): RutResult {
   if (rutCheckDigit(body) !== dv.toUpperCase()) return { ok: false, message: 'RUT check digit is not valid' };
   return { ok: true, value: `${body}-${dv.toUpperCase()}` };
 }
+
+/** `76086428-5` → `76.086.428-5`, as RUTs are printed; anything not a stored RUT as given. */
+export function formatRut(value: string): string {
+  const m = /^(\d{1,8})-([\dK])$/.exec(value);
+  if (!m) return value;
+  return `${m[1]!.replace(/\B(?=(\d{3})+$)/g, '.')}-${m[2]}`;
+}

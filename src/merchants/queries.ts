@@ -10,8 +10,33 @@ export interface MerchantRow {
   timezone: string;
   invoice_prefix: string;
   payment_provider: string | null;
+  rut: string | null;
+  razon_social: string | null;
+  giro: string | null;
+  acteco: string | null;
+  direccion: string | null;
+  comuna: string | null;
+  ciudad: string | null;
+  resolucion_numero: number | null;
+  resolucion_fecha: string | null;
+  sii_env: 'certificacion' | 'produccion' | null;
+  payment_instructions: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+/** The legal profile's columns (decisions §15): all of them are set together. */
+export interface TaxProfile {
+  rut: string;
+  razon_social: string;
+  giro: string;
+  acteco: string | null;
+  direccion: string;
+  comuna: string;
+  ciudad: string;
+  resolucion_numero: number | null;
+  resolucion_fecha: string | null;
+  sii_env: 'certificacion' | 'produccion' | null;
 }
 
 export interface ApiKeyRow {
@@ -25,7 +50,7 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
 }
 
-export async function insertMerchant(db: Queryable, m: Omit<MerchantRow, 'updated_at' | 'default_tax_rate' | 'default_locale' | 'timezone' | 'invoice_prefix'>): Promise<MerchantRow> {
+export async function insertMerchant(db: Queryable, m: Pick<MerchantRow, 'id' | 'name' | 'email' | 'base_currency' | 'payment_provider' | 'created_at'>): Promise<MerchantRow> {
   const [row] = await db<MerchantRow[]>`
     INSERT INTO merchants (id, name, email, base_currency, payment_provider, created_at, updated_at)
     VALUES (${m.id}, ${m.name}, ${m.email}, ${m.base_currency}, ${m.payment_provider}, ${m.created_at}, ${m.created_at})
@@ -40,6 +65,25 @@ export async function listMerchants(db: Queryable): Promise<MerchantRow[]> {
 
 export async function getMerchant(db: Queryable, id: string): Promise<MerchantRow | null> {
   const rows = await db<MerchantRow[]>`SELECT * FROM merchants WHERE id = ${id}`;
+  return rows[0] ?? null;
+}
+
+/** null clears the profile. */
+export async function setTaxProfile(db: Queryable, id: string, p: TaxProfile | null, now: Date): Promise<MerchantRow | null> {
+  const rows = await db<MerchantRow[]>`
+    UPDATE merchants
+       SET rut = ${p?.rut ?? null}, razon_social = ${p?.razon_social ?? null}, giro = ${p?.giro ?? null}, acteco = ${p?.acteco ?? null},
+           direccion = ${p?.direccion ?? null}, comuna = ${p?.comuna ?? null}, ciudad = ${p?.ciudad ?? null},
+           resolucion_numero = ${p?.resolucion_numero ?? null}, resolucion_fecha = ${p?.resolucion_fecha ?? null}, sii_env = ${p?.sii_env ?? null},
+           updated_at = ${now}
+     WHERE id = ${id}
+     RETURNING *`;
+  return rows[0] ?? null;
+}
+
+export async function setPaymentInstructions(db: Queryable, id: string, text: string | null, now: Date): Promise<MerchantRow | null> {
+  const rows = await db<MerchantRow[]>`
+    UPDATE merchants SET payment_instructions = ${text}, updated_at = ${now} WHERE id = ${id} RETURNING *`;
   return rows[0] ?? null;
 }
 

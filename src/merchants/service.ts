@@ -8,6 +8,7 @@ import { iso } from '../http/schemas.js';
 import { hashApiKey } from '../http/auth.js';
 import { scopes } from '../http/scopes.js';
 import { currencies } from '../money.js';
+import { formatRut, looksLikeRut, normaliseTaxId } from '../clients/rut.js';
 import { parseOrThrow } from '../http/validation.js';
 import * as q from './queries.js';
 
@@ -36,6 +37,63 @@ export const createKeyInput = z.strictObject({
   rate_limit: z.number().int().positive().nullable().default(null),
 });
 
+const line = (max: number) => z.string().trim().min(1).max(max);
+
+/** A Chilean RUT with a valid check digit, with or without dots; kept as `76086428-5`. */
+const rut = z
+  .string()
+  .trim()
+  .refine(looksLikeRut, 'must be a RUT such as 76.086.428-5')
+  .transform((v, ctx) => {
+    const r = normaliseTaxId(v);
+    if (!r.ok) ctx.addIssue({ code: 'custom', message: r.message });
+    return r.ok ? r.value : v;
+  });
+
+/**
+ * The issuer's legal profile (decisions §15; issue: documents carry the issuer's legal data). The
+ * printed fields are required; acteco, the SII resolution and environment are needed only to
+ * issue DTEs, and may come later.
+ */
+export const taxProfileInput = z.strictObject({
+  rut,
+  razon_social: line(200),
+  giro: line(200),
+  acteco: z.string().trim().regex(/^\d{5,6}$/, 'must be the 5 or 6 digits of an SII activity code').nullable().default(null),
+  direccion: line(200),
+  comuna: line(100),
+  ciudad: line(100),
+  resolucion_numero: z.number().int().min(0).max(999_999).nullable().default(null),
+  resolucion_fecha: z.iso.date().nullable().default(null),
+  sii_env: z.enum(['certificacion', 'produccion']).nullable().default(null),
+});
+
+/** Free text the hosted invoice page shows when the merchant cannot take payments online (decisions §11). */
+export const paymentInstructionsInput = z.string().trim().min(1).max(2000).nullable();
+
+/** The profile as the documents print it, RUT with its dots; null while the merchant has none. */
+export function legalProfile(m: Pick<q.MerchantRow, 'rut' | 'razon_social' | 'giro' | 'direccion' | 'comuna' | 'ciudad'>) {
+  if (m.rut === null || m.razon_social === null || m.giro === null || m.direccion === null || m.comuna === null || m.ciudad === null) return null;
+  return { razon_social: m.razon_social, rut: formatRut(m.rut), giro: m.giro, direccion: m.direccion, comuna: m.comuna, ciudad: m.ciudad };
+}
+export type LegalProfile = NonNullable<ReturnType<typeof legalProfile>>;
+
+function taxProfileView(m: q.MerchantRow) {
+  if (m.rut === null) return null;
+  return {
+    rut: m.rut,
+    razon_social: m.razon_social,
+    giro: m.giro,
+    acteco: m.acteco,
+    direccion: m.direccion,
+    comuna: m.comuna,
+    ciudad: m.ciudad,
+    resolucion_numero: m.resolucion_numero,
+    resolucion_fecha: m.resolucion_fecha,
+    sii_env: m.sii_env,
+  };
+}
+
 export function merchantView(m: q.MerchantRow) {
   return {
     id: m.id,
@@ -47,6 +105,8 @@ export function merchantView(m: q.MerchantRow) {
     timezone: m.timezone,
     invoice_prefix: m.invoice_prefix,
     payment_provider: m.payment_provider,
+    tax_profile: taxProfileView(m),
+    payment_instructions: m.payment_instructions,
     created_at: iso(m.created_at),
   };
 }
@@ -78,6 +138,28 @@ export async function setPaymentProvider(db: Queryable, merchantId: string, prov
   const parsed = parseOrThrow(z.enum(paymentProviders).nullable(), provider, 422, 'payment_provider');
   const row = await q.setPaymentProvider(db, merchantId, parsed, clock.now());
   if (!row) throw AppError.validation([{ path: 'merchant_id', message: 'no such merchant' }]);
+  return merchantView(row);
+}
+
+function noSuchMerchant(): AppError {
+  return AppError.validation([{ path: 'merchant_id', message: 'no such merchant' }]);
+}
+
+/** Sets (or, with null, clears) the legal profile the merchant's documents print. */
+export async function setTaxProfile(db: Queryable, merchantId: string, profile: z.input<typeof taxProfileInput> | null) {
+  const parsedId = parseOrThrow(z.uuid(), merchantId, 422, 'merchant_id');
+  const parsed = profile === null ? null : parseOrThrow(taxProfileInput, profile);
+  const row = await q.setTaxProfile(db, parsedId, parsed, clock.now());
+  if (!row) throw noSuchMerchant();
+  return merchantView(row);
+}
+
+/** Sets (or, with null, clears) what the hosted invoice page says about paying when the merchant cannot charge. */
+export async function setPaymentInstructions(db: Queryable, merchantId: string, text: string | null) {
+  const parsedId = parseOrThrow(z.uuid(), merchantId, 422, 'merchant_id');
+  const parsed = parseOrThrow(paymentInstructionsInput, text, 422, 'payment_instructions');
+  const row = await q.setPaymentInstructions(db, parsedId, parsed, clock.now());
+  if (!row) throw noSuchMerchant();
   return merchantView(row);
 }
 
