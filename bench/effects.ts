@@ -48,7 +48,7 @@ import type { FloorReply, FloorRun } from './effects-floor.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
 import { Latencies } from './load.js';
 import { loadAverage, machineInfo, type Machine } from './report.js';
-import { recordRun, RESULTS_FILE } from './results.js';
+import { recordRun, RESULTS_FILE, type Section } from './results.js';
 import { startWebProcess, type WebProcess } from './server.js';
 import { apiRequest } from './api-client.js';
 import { intEnv } from './settings.js';
@@ -794,7 +794,18 @@ async function main(): Promise<number> {
   const report = renderRun({ machine, db: db.source, rows, details, logNotes, pass, seconds: (Date.now() - runStarted) / 1000, pdfBytes: pdf.size, messageBytes: raw.length, hookBytes: sampleHook.bytes });
   process.stdout.write(`\n${report}\n`);
   if (RECORD) {
-    await recordRun({ id: 'effects', intro: INTRO, keep: KEEP_RUNS }, report);
+    const app = (scenario: string, figure: string) => rows.find((r) => r.scenario.startsWith(scenario) && r.figure.startsWith(figure))?.app ?? '–';
+    await recordRun(EFFECTS_SECTION, {
+      run: report,
+      figures: [
+        app('1b', 'webhooks/s'),
+        app('1b', 'e-mails/s'),
+        app('2.', 'event created').split(' / ')[1] ?? '–',
+        app('2.', 'send request').split(' / ')[1] ?? '–',
+        app('3.', 'new worker ready'),
+        pass ? 'PASS' : '**FAIL**',
+      ],
+    });
     log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - runStarted) / 1000).toFixed(1)} s`);
   } else log(`--no-record: ${path.relative(ROOT, RESULTS_FILE)} left as it was; total ${((Date.now() - runStarted) / 1000).toFixed(1)} s`);
   return STRICT && !pass ? 1 : 0;
@@ -829,7 +840,6 @@ async function runFloor(run: FloorRun): Promise<Extract<FloorReply, { type: 'don
 // ---------------------------------------------------------------------------------------------
 // bench/RESULTS.md
 
-const KEEP_RUNS = 10;
 
 const INTRO = `## Effects: webhooks and e-mails (npm run bench:effects)
 
@@ -868,6 +878,12 @@ pooled nodemailer with the app's pool settings. It runs alone, after the app's b
 
 The machine is shared with other work: each run notes its load average.
 `;
+
+const EFFECTS_SECTION: Section = {
+  id: 'effects',
+  intro: INTRO,
+  history: ['webhooks/s (1b)', 'e-mails/s (1b)', 'webhook p99 ms', 'e-mail p99 ms', 'SIGKILL recovery s', 'result'],
+};
 
 function renderRun(r: {
   machine: Machine;

@@ -126,7 +126,7 @@ export function renderRun(r: RunReport): string {
 /** The ratio bench's section of RESULTS.md. */
 export const RATIO_SECTION: Section = {
   id: 'ratio',
-  keep: 10,
+  history: ['GET API ÷ floor', 'POST API ÷ floor', 'GET API ÷ ceiling', 'POST API ÷ ceiling'],
   intro: `## API vs. database ceiling (npm run bench)
 
 Produced by \`npm run bench\` (bench/run.ts). Each run measures, at the

@@ -18,7 +18,7 @@ import { startWebProcess, type WebProcess } from './server.js';
 import { createDraft, ITEMS, readInvoice, type CeilingTarget } from './ceiling.js';
 import { runHttp, runLoops, type HttpLoad, type Measurement } from './load.js';
 import { cpuBetween, cpuSnapshot } from './cpu.js';
-import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Row } from './report.js';
+import { loadAverage, machineInfo, ratioOf, ratioLines, renderRun, table, RATIO_SECTION, type Ratio, type Row } from './report.js';
 import { recordRun, RESULTS_FILE } from './results.js';
 import { cleanupRegistry } from './cleanup.js';
 
@@ -184,7 +184,9 @@ async function main(): Promise<number> {
 
   process.stdout.write(`\n${table(rows)}\n\n${ratioLines(ratios)}\n- Web process VmHWM: ${(hwmKb / 1024).toFixed(0)} MiB\n`);
   for (const n of notes) process.stdout.write(`- ${n}\n`);
-  await recordRun(RATIO_SECTION, report);
+  const [getRatio, postRatio] = ratios as [Ratio, Ratio];
+  const ofFloor = (r: Ratio) => (r.floor > 0 ? (r.api / r.floor).toFixed(3) : '–');
+  await recordRun(RATIO_SECTION, { run: report, figures: [ofFloor(getRatio), ofFloor(postRatio), getRatio.ratio.toFixed(3), postRatio.ratio.toFixed(3)] });
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return STRICT && ratios.some((r) => !r.pass) ? 1 : 0;
 }

@@ -141,14 +141,18 @@ async function main(): Promise<number> {
   ].join('\n');
 
   process.stdout.write(`\n${section}\n`);
-  await recordRun(SOAK_SECTION, section);
+  const pct = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(1)} %`;
+  await recordRun(SOAK_SECTION, {
+    run: section,
+    figures: [String(SECONDS), pct(g.web.pct), pct(g.worker.pct), String(r.unexpectedCount), `${e.missing} / ${w.missing}`, pass ? 'PASS' : '**FAIL**'],
+  });
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}: ${pass ? 'PASS' : 'FAIL'}`);
   return pass ? 0 : 1;
 }
 
 const SOAK_SECTION: Section = {
   id: 'soak',
-  keep: 10,
+  history: ['seconds', 'web RSS', 'worker RSS', 'answered other than asked', 'e-mails / webhooks missing', 'result'],
   intro: `## Soak (npm run bench:soak)
 
 Produced by \`npm run bench:soak\` (bench/soak.ts; the load itself is bench/soak-load.ts, which

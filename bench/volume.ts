@@ -312,9 +312,12 @@ async function main(): Promise<number> {
     '',
     ...failures,
     `- updated_since instant: ${updatedSince}`,
-    `- Plans: ${plans.some((p) => p.seqScan) ? `**Seq Scan on invoices in: ${plans.filter((p) => p.seqScan).map((p) => p.name).join(', ')}**` : 'no Seq Scan on invoices in any scenario'}. EXPLAIN (ANALYZE, BUFFERS) of the statement listInvoices/getInvoice send (captured with postgres.js debug), run once after the load with the same parameters (a custom plan; the web process's prepared statements may switch to a generic plan after 5 runs).`,
-    '',
-    ...plans.flatMap((p) => [
+    `- Plans: ${plans.some((p) => p.seqScan) ? `**Seq Scan on invoices in: ${plans.filter((p) => p.seqScan).map((p) => p.name).join(', ')}**` : 'no Seq Scan on invoices in any scenario'}. EXPLAIN (ANALYZE, BUFFERS) of the statement listInvoices/getInvoice send (captured with postgres.js debug), run once after the load with the same parameters (a custom plan; the web process's prepared statements may switch to a generic plan after 5 runs): under Plans below.`,
+  ].join('\n');
+
+  process.stdout.write(`\n${section}\n`);
+  const planText = plans
+    .flatMap((p) => [
       `#### ${p.name}`,
       '',
       `Parameters: \`${JSON.stringify(p.sql.params)}\``,
@@ -327,18 +330,21 @@ async function main(): Promise<number> {
       p.plan,
       '```',
       '',
-    ]),
-  ].join('\n');
-
-  process.stdout.write(`\n${section}\n`);
-  await recordRun(VOLUME_SECTION, section);
+    ])
+    .join('\n');
+  const p99 = (name: string) => fmt(rows.find((r) => r.s.name.startsWith(name))?.m.p99 ?? NaN, 1);
+  await recordRun(VOLUME_SECTION, {
+    run: section,
+    figures: [p99('GET /invoices (first'), p99('GET /invoices?offset'), p99('GET /invoices/{id}'), fmt(bulk.p50, 1), plans.some((p) => p.seqScan) ? '**yes**' : 'no'],
+    plans: planText,
+  });
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return rows.every((r) => r.pass) && bulkPass ? 0 : 1;
 }
 
 const VOLUME_SECTION: Section = {
   id: 'volume',
-  keep: 10,
+  history: ['list p99 ms', 'page 10,000 p99 ms', 'read p99 ms', 'bulk p50 ms', 'Seq Scan'],
   intro: `## Volume (npm run bench:volume)
 
 Produced by \`npm run bench:volume\` (bench/volume.ts). Each run seeds a
