@@ -6,7 +6,7 @@ import { openDatabase } from '../src/db/open.js';
 import type { Sql } from '../src/db/client.js';
 import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues } from '../src/jobs/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
-import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/server.js';
+import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/shutdown.js';
 import { deliverEmail } from './email-send.js';
 import { sweepOverdue } from './overdue-sweep.js';
 import { scheduleReminders } from './reminders-schedule.js';

@@ -2,7 +2,8 @@ import { loadConfig } from './config.js';
 import { assertPatchedPostgres } from './db/driver-check.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
-import { closeContext, createContext, onShutdown, startWeb } from './server.js';
+import { closeContext, createContext, startWeb } from './server.js';
+import { onShutdown } from './shutdown.js';
 import { startWorker } from '../jobs/worker.js';
 
 /** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web and worker. */

