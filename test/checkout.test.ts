@@ -210,7 +210,7 @@ t.test('checkout', async (t) => {
     const currency = await h.api('POST', '/checkout', { key, body: checkoutBody({ currency: 'XYZ' }) });
     t.equal(currency.status, 400);
     t.equal(currency.body.code, 'currency_not_supported');
-    const [{ n }] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM checkout_sessions WHERE merchant_id = ${merchantId}`;
+    const { n } = (await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM checkout_sessions WHERE merchant_id = ${merchantId}`)[0]!;
     t.equal(n, 2, 'no session but the two valid ones');
   });
 
@@ -252,7 +252,7 @@ t.test('checkout', async (t) => {
       t.equal(res.body.retry, 'safe');
       t.notOk(res.raw.includes('ECONNRESET'), 'the cause is logged, not shown');
     }
-    const [{ n }] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`;
+    const { n } = (await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`)[0]!;
     t.equal(n, 0, 'nothing created');
     for (const code of ['provider_credentials_missing', 'merchant_misconfigured', 'invalid_provider'] as const) {
       gateway.failure = new ProviderError(code, code);
@@ -276,7 +276,7 @@ t.test('checkout', async (t) => {
     t.equal(again.status, 201);
     t.equal(again.headers['idempotent-replayed'], 'true');
     t.equal(again.raw, first.raw, 'byte-identical');
-    const [{ n }] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM checkout_sessions WHERE merchant_id = ${merchantId}`;
+    const { n } = (await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM checkout_sessions WHERE merchant_id = ${merchantId}`)[0]!;
     t.equal(n, 1, 'one session');
     const other = await h.api('POST', '/checkout', { key, body: { ...body, amount: 1 }, headers });
     t.equal(other.status, 422);

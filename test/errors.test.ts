@@ -1,6 +1,6 @@
 import t from 'tap';
 import net from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { testApp, isEnvelope, TEST_ENV } from './helpers/app.js';
 import { createSql, type Sql } from '../src/db/client.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -34,8 +34,8 @@ async function appWithoutDatabase(t: { teardown(fn: () => unknown): void }, sql:
   return { app };
 }
 
-async function inject(h: { app: FastifyInstance }, opts: Parameters<FastifyInstance['inject']>[0] & object): Promise<Res> {
-  const res = await h.app.inject(opts as any);
+async function inject(h: { app: FastifyInstance }, opts: InjectOptions): Promise<Res> {
+  const res = await h.app.inject(opts);
   let body: unknown = res.body;
   try {
     body = JSON.parse(res.body);

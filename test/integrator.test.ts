@@ -8,13 +8,14 @@ import type { AddressInfo } from 'node:net';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { constructWebhookEvent, createInvoicingClient, WebhookVerificationError, type InvoicingClient } from '@invoicing/client';
-import { testApp, type TestApp } from './helpers/app.js';
+import { testApp } from './helpers/app.js';
 import { startHttpsReceiver, type ReceivedRequest } from './helpers/https-receiver.js';
 import { submitCheckoutForm } from './helpers/checkout.js';
 import { until } from './helpers/until.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { expireOnSchedule } from '../src/checkout/service.js';
 import { invoiceUrls } from '../src/http/urls.js';
+import type { EventType } from '../src/events/emit.js';
 
 type Json = Record<string, any>;
 
@@ -337,7 +338,7 @@ t.test('the whole API through the generated client, checked against the served d
   await refused(connect('').GET(`${P}/me`), 401, 'missing_api_key');
 
   // Webhooks first, so that the endpoint that receives every event exists before any happens.
-  const eventTypes = (await expect(api.GET(`${P}/webhooks/events`), 200)).data.map((e: { type: string }) => e.type);
+  const eventTypes = (await expect(api.GET(`${P}/webhooks/events`), 200)).data.map((e) => e.type as EventType);
   t.ok(eventTypes.includes('invoice.paid'));
 
   // A sandbox endpoint through its whole life; its deliveries are checked as they arrive, since
@@ -443,7 +444,7 @@ t.test('the whole API through the generated client, checked against the served d
   t.same((await list({ client_id: client.id, limit: 1, offset: 0 })).data.length, 1);
   t.same(
     (await list({ updated_since: '2020-01-01T00:00:00.000Z', limit: 100 })).data.map((i: { id: string }) => i.id),
-    [bulk.results[0].invoice.invoice_id, late.invoice_id, immediate.invoice_id, draft.invoice_id],
+    [bulk.results[0]!.invoice!.invoice_id, late.invoice_id, immediate.invoice_id, draft.invoice_id],
     'newest first; the deleted draft is gone',
   );
   await refused(api.GET(`${P}/invoices`, { params: { query: { limit: 0 } } }), 422, 'validation_error');
@@ -456,7 +457,7 @@ t.test('the whole API through the generated client, checked against the served d
   // Payments: the manual one of mark-paid
   const payments = await expect(api.GET(`${P}/payments`, { params: { query: { invoice_id: draft.invoice_id } } }), 200);
   t.match(payments.data, [{ invoice_id: draft.invoice_id, provider: 'manual', status: 'succeeded' }]);
-  t.equal((await expect(api.GET(`${P}/payments/{payment_id}`, { params: { path: { payment_id: payments.data[0].id } } }), 200)).amount, '11900.00');
+  t.equal((await expect(api.GET(`${P}/payments/{payment_id}`, { params: { path: { payment_id: payments.data[0]!.id } } }), 200)).amount, '11900.00');
   await refused(api.GET(`${P}/payments/{payment_id}`, { params: { path: { payment_id: UNKNOWN_ID } } }), 404, 'payment_not_found');
 
   // Checkout: one paid, one declined (then left), one expired

@@ -1,7 +1,7 @@
 // The hosted invoice page GET /i/{token} and its PDF (decisions §1, §4, §14): HTML in the
 // invoice's locale, the sent → viewed transition once with one invoice.viewed event, drafts and
 // unknown tokens as 404 pages, security headers, and the same PDF bytes as the API.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { clock } from '../src/clock.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -53,7 +53,7 @@ async function dbRow(h: TestApp, invoiceId: string) {
   return row!;
 }
 
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
+type Tap = Test;
 
 function assertSecurityHeaders(t: Tap, headers: Record<string, unknown>, what: string) {
   const csp = String(headers['content-security-policy'] ?? '');

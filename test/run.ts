@@ -11,7 +11,7 @@ import { ensureChromium } from './helpers/chromium-install.js';
 async function main(): Promise<number> {
   // The webhook tests' HTTPS receiver has a self-signed certificate; deliveries trust it the way
   // a deployment trusts a private CA: through NODE_EXTRA_CA_CERTS, read when node starts.
-  const env = { ...process.env, NODE_EXTRA_CA_CERTS: path.resolve('test/helpers/tls/receiver.crt') };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_EXTRA_CA_CERTS: path.resolve('test/helpers/tls/receiver.crt') };
   const chromium = ensureChromium((line) => process.stdout.write(`${line}\n`));
   if ('path' in chromium) env.CHROMIUM_PATH = chromium.path;
   else {

@@ -64,7 +64,7 @@ t.test('overdue sweep and automated reminders on the merchant calendar (America/
   const cancelled = await create(h, key, { ...due, send_immediately: true });
   const checkout = await create(h, key, { ...due, send_immediately: true });
   const draft = await create(h, key, due);
-  const [{ public_token: token }] = await h.sql<{ public_token: string }[]>`SELECT public_token FROM invoices WHERE id = ${viewed}`;
+  const { public_token: token } = (await h.sql<{ public_token: string }[]>`SELECT public_token FROM invoices WHERE id = ${viewed}`)[0]!;
   t.equal((await h.app.inject({ url: `/i/${token}` })).statusCode, 200);
   // Delivered before the cancel: the e-mail of an invoice cancelled first would be skipped.
   await until('the five invoice e-mails', () => smtp.messages.length >= 5);

@@ -17,7 +17,7 @@
 import t from 'tap';
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { testApp, isEnvelope, toApiResponse, TEST_ENV, type ApiResponse, type TestApp } from './helpers/app.js';
+import { testApp, isEnvelope, toApiResponse, TEST_ENV, type ApiResponse } from './helpers/app.js';
 import { loggedApp, rawRequest } from './helpers/logged-app.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';

@@ -58,7 +58,7 @@ async function emitEveryType(h: TestApp, key: string): Promise<void> {
   await expireOnSchedule(h.sql, expiring.checkout_id, pastDeadline, { urls: invoiceUrls(h.ctx.config), boss: h.ctx.boss });
 }
 
-function isObject(v: unknown): v is Record<string, any> {
+function isObject(v: unknown): v is { [k: string]: Json } {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

@@ -1,7 +1,9 @@
 import type postgres from 'postgres';
 import type { Queryable, Sql, Tx } from './client.js';
 
-// Statements of any row shape are queued together.
+// Statements of any row shape are queued together; PendingQuery is invariant in its rows (values()
+// returns them), so no narrower type accepts every statement.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Pending = postgres.PendingQuery<any>;
 
 /** A transaction whose last statements can travel with its COMMIT. */

@@ -39,7 +39,7 @@ export interface RouteDef<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
-  R = any,
+  R = unknown,
 > {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Fastify-style path relative to the API base, e.g. `/invoices/:invoice_id`. */

@@ -79,7 +79,7 @@ export function parseRetryAfter(value: string | undefined, now: Date): number | 
 
 // PostgreSQL text cannot hold NUL; a receiver's binary answer is kept readable instead.
 function storable(text: string): string {
-  return text.replace(/\u0000/g, '\uFFFD');
+  return text.replaceAll('\u0000', '\uFFFD');
 }
 
 async function readHead(res: IncomingMessage): Promise<string> {
