@@ -265,6 +265,9 @@ t.test('deliveries, endpoints and events', async (t) => {
     t.same((await a.deliveries.list({ merchant_id: mb.merchantId })).data.map((d) => d.event_type).sort(), ['client.created', 'client.updated']);
     t.same((await a.deliveries.list({ event_type: 'client.updated' })).data.map((d) => d.endpoint_id), [epB.id]);
     t.equal((await a.deliveries.list({ merchant_id: ma.merchantId, status: 'success' })).data.length, 0);
+    // Several statuses at once: the console's "not delivered" is pending, retrying and failed.
+    t.same((await a.deliveries.list({ status: ['pending', 'retrying', 'failed'] })).data.map((d) => d.id), failed.map((d) => d.id));
+    t.equal((await a.deliveries.list({ status: ['failed', 'success'] })).data.length, 4);
     t.equal((await a.deliveries.list({ from: startedAt.toISOString() })).data.length, 4);
     t.equal((await a.deliveries.list({ to: startedAt.toISOString() })).data.length, 0);
     t.equal((await a.deliveries.list({ from: new Date(Date.now() + 60_000).toISOString() })).data.length, 0);
@@ -286,6 +289,9 @@ t.test('deliveries, endpoints and events', async (t) => {
     t.equal(badCursor.status, 400);
     t.equal(badCursor.body.error.data.details.errors[0].path, 'cursor');
     t.equal((await http(h, 'query', 'deliveries.list', { status: 'lost' })).status, 400);
+    t.equal((await http(h, 'query', 'deliveries.list', { status: ['failed', 'lost'] })).status, 400);
+    t.equal((await http(h, 'query', 'deliveries.list', { status: [] })).status, 400);
+    t.equal((await http(h, 'query', 'deliveries.list', { status: ['failed', 'retrying'] })).body.result.data.data.length, 2);
     t.equal((await http(h, 'query', 'deliveries.list', { from: 'yesterday' })).body.error.data.details.errors[0].path, 'from');
   });
 
@@ -297,7 +303,7 @@ t.test('deliveries, endpoints and events', async (t) => {
     t.ok(d.attempt_log[0]!.duration_ms >= 0);
     t.match(d.attempt_log[0]!.request_headers, { 'Content-Type': 'application/json', 'X-Webhook-Event': 'client.created', 'X-Webhook-Signature': /^t=\d+,v1=[0-9a-f]{64}$/ });
     t.equal(d.payload, receiver.received.find((r) => r.path === '/a' && r.headers['x-webhook-id'] === d.event_id)!.body, 'the bytes that were sent');
-    t.match(d.endpoint, { id: epA.id, enabled: true, merchant_id: ma.merchantId });
+    t.match(d.endpoint, { id: epA.id, enabled: true, merchant_id: ma.merchantId, merchant_name: 'Andes SpA' });
     t.notOk(JSON.stringify(d).includes(epA.secret), 'no secret');
     t.same(d.replays, []);
   });
@@ -380,7 +386,7 @@ t.test('deliveries, endpoints and events', async (t) => {
     t.equal(raw.body.result.data.data.find((e: { id: string }) => e.id === epA.id).merchant_name, 'Andes SpA');
 
     const off = await http(h, 'mutation', 'endpoints.disable', { endpoint_id: epA.id });
-    t.match(off.body.result.data, { id: epA.id, enabled: false, disabled_at: TS });
+    t.match(off.body.result.data, { id: epA.id, enabled: false, disabled_at: TS, merchant_name: 'Andes SpA' });
     t.same((await a.endpoints.list({ enabled: false })).data.map((e) => e.id), [epA.id]);
     await h.sql`UPDATE webhook_endpoints SET consecutive_failures = 25, failing_since = now(), disabled_reason = 'consecutive_failures' WHERE id = ${epA.id}`;
     const on = await a.endpoints.enable({ endpoint_id: epA.id });

@@ -10,7 +10,7 @@ type ListFilters = inferRouterInputs<AppRouter>['deliveries']['list'];
 type Delivery = Outputs['deliveries']['list']['data'][number];
 type DeliveryDetail = Outputs['deliveries']['get'];
 type Endpoint = Outputs['endpoints']['enable'];
-type DeliveryStatus = ListFilters['status'];
+type DeliveryStatuses = Extract<ListFilters['status'], readonly unknown[]>;
 type EventType = ListFilters['event_type'];
 
 // sessionStorage: the token lives as long as the tab, and no other tab or later visit sees it.
@@ -59,6 +59,20 @@ function localValue(d: Date): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
+/**
+ * How a list names a delivery: the id's last characters. A UUIDv7 begins with its creation time,
+ * so deliveries made within a minute of each other share their first ones; the end is random.
+ * The full id is the title, and the delivery panel shows it.
+ */
+function shortId(id: string): string {
+  return `…${id.slice(-8)}`;
+}
+
+/** A merchant by name, as support staff know it, with its id on hover. */
+function merchantName(name: string, id: string): HTMLSpanElement {
+  return h('span', { title: id }, name);
+}
+
 function facts(list: HTMLDListElement, rows: [string, Child][]): void {
   list.replaceChildren(...rows.flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
 }
@@ -96,7 +110,7 @@ let cursor: string | null = null;
 let openId: string | null = null;
 let shownEndpoint: Endpoint | null = null;
 let poll: ReturnType<typeof setTimeout> | undefined;
-const endpoints = new Map<string, Endpoint & { merchant_name?: string }>();
+const endpoints = new Map<string, Endpoint>();
 
 function say(message: string): void {
   ui.notice.textContent = message;
@@ -123,11 +137,15 @@ function complain(err: unknown): void {
   ui.problem.textContent = err instanceof Error ? err.message : String(err);
 }
 
-/** Runs one action; its button stays disabled meanwhile so a double click does not do it twice. */
+/**
+ * Runs one action; its button stays disabled meanwhile so a double click does not do it twice.
+ * Once an action succeeds, an error shown before (a refused token, a refused replay) is stale.
+ */
 async function act(task: () => Promise<void>, button?: HTMLButtonElement): Promise<void> {
   if (button) button.disabled = true;
   try {
     await task();
+    ui.problem.textContent = '';
   } catch (err) {
     complain(err);
   } finally {
@@ -159,14 +177,12 @@ async function loadEndpointOptions(): Promise<void> {
 }
 
 function deliveryRow(d: Delivery): HTMLTableRowElement {
-  const open = h('button', { type: 'button', class: 'link' }, d.id.slice(0, 8));
-  open.addEventListener('click', () => void act(() => openDelivery(d.id)));
   return h(
     'tr',
     { 'data-id': d.id },
-    h('td', {}, open),
+    h('td', {}, deliveryLink(d.id, shortId(d.id))),
     h('td', {}, when(d.created_at)),
-    h('td', {}, d.merchant_name),
+    h('td', {}, merchantName(d.merchant_name, d.merchant_id)),
     h('td', {}, d.endpoint_url),
     h('td', {}, d.event_type),
     h('td', {}, h('span', { class: `status status-${d.status}` }, d.status)),
@@ -179,7 +195,8 @@ async function search(append = false): Promise<void> {
   const page = await client.deliveries.list.query({
     merchant_id: ui.merchant.value || undefined,
     endpoint_id: ui.endpoint.value || undefined,
-    status: (ui.status.value || undefined) as DeliveryStatus,
+    // An option's value is one status or several, comma-separated ("not delivered").
+    status: (ui.status.value ? ui.status.value.split(',') : undefined) as DeliveryStatuses | undefined,
     event_type: (ui.eventType.value || undefined) as EventType,
     from: instant(ui.from.value),
     to: instant(ui.to.value),
@@ -201,7 +218,7 @@ function showEndpoint(e: Endpoint): void {
   facts(ui.endpointFacts, [
     ['URL', e.url],
     ['Endpoint', e.id],
-    ['Merchant', e.merchant_id],
+    ['Merchant', merchantName(e.merchant_name, e.merchant_id)],
     ['State', e.enabled ? 'enabled' : `disabled${e.disabled_reason ? ` (${e.disabled_reason})` : ''}`],
     ['Disabled at', when(e.disabled_at)],
     ['Consecutive failures', String(e.consecutive_failures)],
@@ -215,7 +232,7 @@ function showEndpoint(e: Endpoint): void {
 // ─── One delivery ────────────────────────────────────────────────────────────
 
 function deliveryLink(id: string, text: string): HTMLButtonElement {
-  const b = h('button', { type: 'button', class: 'link' }, text);
+  const b = h('button', { type: 'button', class: 'link', title: id }, text);
   b.addEventListener('click', () => void act(() => openDelivery(id)));
   return b;
 }
@@ -239,10 +256,10 @@ function attemptRow(a: DeliveryDetail['attempt_log'][number]): HTMLTableRowEleme
 
 function showDelivery(d: DeliveryDetail): void {
   ui.deliveryPanel.hidden = false;
-  const replays = d.replays.length ? h('span', {}, ...d.replays.map((r) => deliveryLink(r.id, `${r.id.slice(0, 8)} (${r.status})`))) : null;
+  const replays = d.replays.length ? h('span', {}, ...d.replays.map((r) => deliveryLink(r.id, `${shortId(r.id)} (${r.status})`))) : null;
   facts(ui.deliveryFacts, [
     ['Delivery', d.id],
-    ['Merchant', d.merchant_name],
+    ['Merchant', merchantName(d.merchant_name, d.merchant_id)],
     ['Endpoint', d.endpoint_url],
     ['Event', `${d.event_type} · ${d.event_id}`],
     ['Status', h('span', { class: `status status-${d.status}` }, d.status)],
@@ -255,7 +272,7 @@ function showDelivery(d: DeliveryDetail): void {
     ['Created', when(d.created_at)],
     ['Completed', when(d.completed_at)],
     ['Test', d.is_test ? 'yes' : 'no'],
-    ['Replay of', d.replay_of ? deliveryLink(d.replay_of, d.replay_of.slice(0, 8)) : '—'],
+    ['Replay of', d.replay_of ? deliveryLink(d.replay_of, shortId(d.replay_of)) : '—'],
     ['Replayed as', replays],
   ]);
   ui.replay.hidden = d.is_test;
@@ -271,10 +288,11 @@ async function openDelivery(id: string): Promise<void> {
   const d = await client.deliveries.get.query({ delivery_id: id });
   openId = id;
   showDelivery(d);
-  // A delivery still under way is watched until it settles.
+  // A delivery still under way is watched until it settles. Not through act: a background
+  // refresh succeeding does not make an action's error stale.
   if (d.status === 'pending' || d.status === 'retrying') {
     poll = setTimeout(() => {
-      if (openId === id) void act(() => openDelivery(id));
+      if (openId === id) void openDelivery(id).catch(complain);
     }, POLL_MS);
   }
 }

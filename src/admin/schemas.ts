@@ -11,11 +11,16 @@ const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 const pageLimit = z.number().int().min(1).max(200).default(50);
 const offset = z.number().int().min(0).default(0);
 const cursor = z.string().min(1).max(200);
+const deliveryStatus = z.enum(deliveryStatuses);
 
 export const deliveryListInput = z.strictObject({
   merchant_id: z.uuid().optional(),
   endpoint_id: z.uuid().optional(),
-  status: z.enum(deliveryStatuses).optional(),
+  // One status, or several: the console's default "not delivered" is pending, retrying and failed.
+  status: z
+    .union([deliveryStatus, z.array(deliveryStatus).min(1).max(deliveryStatuses.length)])
+    .transform((s) => (Array.isArray(s) ? s : [s]))
+    .optional(),
   event_type: eventType.optional(),
   from: instant.optional(),
   to: instant.optional(),

@@ -79,8 +79,9 @@ function attemptView(a: wq.AttemptRow) {
   };
 }
 
-function endpointView(e: wq.EndpointRow) {
-  return { ...endpointResource(e), merchant_id: e.merchant_id, failing_since: iso(e.failing_since) };
+/** With the merchant's name: support staff recognise merchants by name, not by id. */
+function endpointView(e: wq.EndpointRow, merchantName: string) {
+  return { ...endpointResource(e), merchant_id: e.merchant_id, merchant_name: merchantName, failing_since: iso(e.failing_since) };
 }
 
 // ─── Deliveries ──────────────────────────────────────────────────────────────
@@ -99,7 +100,7 @@ export async function getDelivery(db: Queryable, id: string) {
   return {
     ...deliveryView(d),
     payload: d.payload,
-    endpoint: endpoint ? endpointView(endpoint) : null,
+    endpoint: endpoint ? endpointView(endpoint, d.merchant_name) : null,
     // `attempts` stays the count, as in every delivery; this is each attempt as it was made.
     attempt_log: attempts.map(attemptView),
     replays: replays.map(deliveryView),
@@ -122,7 +123,7 @@ export async function replay(sql: Sql, deps: DeliveryDeps, deliveryId: string) {
 export async function listEndpoints(db: Queryable, input: EndpointListInput) {
   const rows = await aq.findEndpoints(db, { ...input, limit: input.limit + 1 });
   return page(
-    rows.map((r) => ({ ...endpointView(r), merchant_name: r.merchant_name })),
+    rows.map((r) => endpointView(r, r.merchant_name)),
     input.limit,
     input.offset,
   );
@@ -132,7 +133,8 @@ export async function listEndpoints(db: Queryable, input: EndpointListInput) {
 export async function setEndpointEnabled(db: Queryable, id: string, enabled: boolean) {
   const row = await wq.updateEndpoint(db, null, id, { enabled }, clock.now());
   if (!row) throw new AppError('webhook_endpoint_not_found', `No webhook endpoint ${id}.`);
-  return endpointView(row);
+  const merchant = await getMerchant(db, row.merchant_id);
+  return endpointView(row, merchant?.name ?? '');
 }
 
 // ─── Events ──────────────────────────────────────────────────────────────────

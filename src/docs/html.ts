@@ -44,16 +44,32 @@ function typeCell(row: FieldRow): string {
   return row.ref ? text.replace(escapeHtml(row.ref), `<a href="#${anchor('schema', row.ref)}">${escapeHtml(row.ref)}</a>`) : text;
 }
 
+/** Whether `text` says `phrase` as a whole: "at most 200" is not said by "at most 2000". */
+function says(text: string, phrase: string): boolean {
+  for (let i = text.indexOf(phrase); i >= 0; i = text.indexOf(phrase, i + 1)) {
+    if (!/\w/.test(text[i - 1] ?? '') && !/\w/.test(text[i + phrase.length] ?? '')) return true;
+  }
+  return false;
+}
+
+/** The constraints a description does not state already: "1 to 255 characters" is said once. */
+function unsaid(notes: string[], description: unknown): string[] {
+  return typeof description === 'string' ? notes.filter((n) => !says(description, n)) : notes;
+}
+
 function fieldsTable(rows: FieldRow[]): string {
   if (!rows.length) return '';
   return table(
     ['Field', 'Type', 'Required', 'Notes'],
-    rows.map((r) => [
-      `<code>${escapeHtml(r.path)}</code>`,
-      typeCell(r),
-      r.required ? 'yes' : 'no',
-      [r.description ? inline(r.description) : '', r.notes.length ? `<span class="muted">${escapeHtml(r.notes.join('; '))}</span>` : ''].filter(Boolean).join('<br>'),
-    ]),
+    rows.map((r) => {
+      const notes = unsaid(r.notes, r.description);
+      return [
+        `<code>${escapeHtml(r.path)}</code>`,
+        typeCell(r),
+        r.required ? 'yes' : 'no',
+        [r.description ? inline(r.description) : '', notes.length ? `<span class="muted">${escapeHtml(notes.join('; '))}</span>` : ''].filter(Boolean).join('<br>'),
+      ];
+    }),
   );
 }
 
@@ -65,6 +81,11 @@ function schemaHtml(schema: unknown, resolve: Resolver): string {
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/** A path in the sidebar may break after each slash: the long webhook paths are wider than it. */
+function navPath(path: string): string {
+  return escapeHtml(path).replace(/\//g, '/<wbr>');
+}
 
 interface Op {
   method: string;
@@ -102,7 +123,7 @@ function operationHtml({ method, path, op }: Op, resolve: Resolver): string {
           escapeHtml(p.in),
           escapeHtml(typeLabel(p.schema, resolve)),
           p.required ? 'yes' : 'no',
-          [p.description ? inline(p.description) : '', escapeHtml(constraints(p.schema, resolve).join('; '))].filter(Boolean).join('<br>'),
+          [p.description ? inline(p.description) : '', escapeHtml(unsaid(constraints(p.schema, resolve), p.description).join('; '))].filter(Boolean).join('<br>'),
         ]),
       ),
     );
@@ -188,7 +209,8 @@ header p{margin:.25rem 0}
 nav{padding:1rem;border-bottom:1px solid var(--line);font-size:.93rem}
 nav ul{list-style:none;padding-left:0;margin:.25rem 0 .75rem}
 nav ul ul{padding-left:.9rem}
-nav a{text-decoration:none}
+nav ul ul li{padding-left:1em;text-indent:-1em;margin-bottom:.2rem}
+nav a{text-decoration:none;overflow-wrap:anywhere}
 main{padding:1rem;min-width:0}
 section{margin-bottom:2rem}
 h2{border-bottom:1px solid var(--line);padding-bottom:.25rem;margin-top:2rem}
@@ -245,7 +267,7 @@ export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string
     ...[...byTag.entries()].map(
       ([tag, ops]) =>
         `<li><a href="#${anchor('tag', tag)}">${escapeHtml(tag)}</a><ul>${ops
-          .map((o) => `<li><a href="#${anchor('op', String(o.op.operationId))}">${escapeHtml(o.method.toUpperCase())} ${escapeHtml(o.path)}</a></li>`)
+          .map((o) => `<li><a href="#${anchor('op', String(o.op.operationId))}">${escapeHtml(o.method.toUpperCase())} ${navPath(o.path)}</a></li>`)
           .join('')}</ul></li>`,
     ),
     '</ul>',

@@ -44,7 +44,8 @@ const summaryColumns = (db: Queryable) => db`
 
 export interface DeliveryFilter extends NewestFirst {
   endpoint_id?: string;
-  status?: DeliveryStatus;
+  /** Any of these (support's "not delivered" is pending, retrying and failed at once). */
+  status?: DeliveryStatus[];
   event_type?: string;
   limit: number;
 }
@@ -59,7 +60,7 @@ export async function findDeliveries(db: Queryable, f: DeliveryFilter): Promise<
      WHERE true
        ${newestFirst(db, 'd', f)}
        ${f.endpoint_id ? db`AND d.endpoint_id = ${f.endpoint_id}::uuid` : db``}
-       ${f.status ? db`AND d.status = ${f.status}::text` : db``}
+       ${f.status ? db`AND d.status = ANY(${f.status}::text[])` : db``}
        ${f.event_type ? db`AND d.event_type = ${f.event_type}::text` : db``}
      ORDER BY d.created_at DESC, d.id DESC
      LIMIT ${f.limit}::int`;
