@@ -1,12 +1,11 @@
 import t from 'tap';
-import { testApp, isEnvelope, type TestApp } from './helpers/app.js';
+import { testApp, isEnvelope } from './helpers/app.js';
+import { assertValidationError } from './helpers/assertions.js';
 import { UUID } from './helpers/fixtures.js';
 
 const BASE = 'http://invoicing.test/api/v1/external';
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const MISSING_ID = '0191e4b2-7c1a-7000-8000-00000000beef';
-
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'same' | 'match'>;
 
 /** A merchant with one key that may create and one that may read. */
 async function setup(t: Parameters<typeof testApp>[0]) {
@@ -17,15 +16,6 @@ async function setup(t: Parameters<typeof testApp>[0]) {
   const get = (id: string) => h.api('GET', `/clients/${id}`, { key });
   const list = (query = '') => h.api('GET', `/clients${query}`, { key });
   return { h, key, merchantId, create, patch, get, list };
-}
-
-/** A 422 validation_error whose details.errors name exactly these paths (in any order). */
-function assert422(t: Asserts, res: Awaited<ReturnType<TestApp['api']>>, paths: string[], label = ''): void {
-  t.equal(res.status, 422, `${label} 422`);
-  t.ok(isEnvelope(res.body), `${label} is the error envelope`, { found: res.body });
-  t.equal(res.body?.code, 'validation_error', `${label} validation_error`);
-  const got = [...new Set((res.body?.details?.errors ?? []).map((e: { path: string }) => e.path))].sort();
-  t.same(got, [...paths].sort(), `${label} names ${paths.join(', ')}`);
 }
 
 t.test('POST /clients creates the Client resource', async (t) => {
@@ -163,12 +153,12 @@ t.test('PATCH changes only the fields given; null clears rut, phone and address'
   t.equal(stored.address, null);
 
   // name and e-mail are required fields: they cannot be cleared.
-  assert422(t, await patch(created.id, { name: null }), ['name'], 'name null');
-  assert422(t, await patch(created.id, { email: null }), ['email'], 'email null');
-  assert422(t, await patch(created.id, { name: '' }), ['name'], 'name empty');
-  assert422(t, await patch(created.id, { email: 'not-an-email' }), ['email'], 'email invalid');
-  assert422(t, await patch(created.id, { nickname: 'x', phone: 'p'.repeat(51) }), ['nickname', 'phone'], 'unknown + long phone');
-  assert422(t, await patch(created.id, { rut: '12.345.678-9' }), ['rut'], 'bad RUT');
+  assertValidationError(t, await patch(created.id, { name: null }), ['name'], { what: 'name null' });
+  assertValidationError(t, await patch(created.id, { email: null }), ['email'], { what: 'email null' });
+  assertValidationError(t, await patch(created.id, { name: '' }), ['name'], { what: 'name empty' });
+  assertValidationError(t, await patch(created.id, { email: 'not-an-email' }), ['email'], { what: 'email invalid' });
+  assertValidationError(t, await patch(created.id, { nickname: 'x', phone: 'p'.repeat(51) }), ['nickname', 'phone'], { what: 'unknown + long phone' });
+  assertValidationError(t, await patch(created.id, { rut: '12.345.678-9' }), ['rut'], { what: 'bad RUT' });
   t.equal((await get(created.id)).body.name, 'Ferretería del Sur', 'rejected PATCHes changed nothing');
 });
 
@@ -183,7 +173,7 @@ t.test('unknown and malformed client ids', async (t) => {
     t.equal(res.body.retry, 'never');
   }
   // Existence is checked after the body: an invalid body on a missing id is a 422.
-  assert422(t, await patch(MISSING_ID, { name: '' }), ['name'], 'invalid body on missing id');
+  assertValidationError(t, await patch(MISSING_ID, { name: '' }), ['name'], { what: 'invalid body on missing id' });
 
   for (const bad of ['not-a-uuid', '12345', `${MISSING_ID}x`, '0191e4b2-7c1a-7000-8000-00000000beeg']) {
     for (const res of [await get(bad), await patch(bad, { name: 'X' })]) {
@@ -223,40 +213,40 @@ t.test('RUT: normalised, check digit verified, other tax ids kept', async (t) =>
 
   for (const bad of ['12.345.678-9', '12345678-0', '12345678-K', '10.000.013-1', '11111111-k']) {
     const res = await withRut(bad);
-    assert422(t, res, ['rut'], `bad check digit ${bad}`);
+    assertValidationError(t, res, ['rut'], { what: `bad check digit ${bad}` });
   }
-  assert422(t, await withRut('X'.repeat(33)), ['rut'], 'rut over 32 characters');
+  assertValidationError(t, await withRut('X'.repeat(33)), ['rut'], { what: 'rut over 32 characters' });
   const max = await withRut('X'.repeat(32));
   t.equal(max.status, 201, '32 characters is fine');
-  assert422(t, await withRut(12345678), ['rut'], 'rut as a number');
+  assertValidationError(t, await withRut(12345678), ['rut'], { what: 'rut as a number' });
 });
 
 t.test('create validation names every bad field', async (t) => {
   const { create, list } = await setup(t);
   const ok = { name: 'Ana', email: 'ana@example.cl' };
 
-  assert422(t, await create({ ...ok, nickname: 'Anita' }), ['nickname'], 'unknown field');
-  assert422(t, await create({ ...ok, Name: 'x', extra: 1 }), ['Name', 'extra'], 'two unknown fields');
-  assert422(t, await create({}), ['name', 'email'], 'both missing');
-  assert422(t, await create({ email: 'ana@example.cl' }), ['name'], 'name missing');
-  assert422(t, await create({ name: 'Ana' }), ['email'], 'email missing');
-  assert422(t, await create({ ...ok, name: 'x'.repeat(201) }), ['name'], 'name over 200');
-  assert422(t, await create({ ...ok, name: '' }), ['name'], 'name empty');
-  assert422(t, await create({ ...ok, name: '   ' }), ['name'], 'name blank');
-  assert422(t, await create({ ...ok, name: 42 }), ['name'], 'name not a string');
+  assertValidationError(t, await create({ ...ok, nickname: 'Anita' }), ['nickname'], { what: 'unknown field' });
+  assertValidationError(t, await create({ ...ok, Name: 'x', extra: 1 }), ['Name', 'extra'], { what: 'two unknown fields' });
+  assertValidationError(t, await create({}), ['name', 'email'], { what: 'both missing' });
+  assertValidationError(t, await create({ email: 'ana@example.cl' }), ['name'], { what: 'name missing' });
+  assertValidationError(t, await create({ name: 'Ana' }), ['email'], { what: 'email missing' });
+  assertValidationError(t, await create({ ...ok, name: 'x'.repeat(201) }), ['name'], { what: 'name over 200' });
+  assertValidationError(t, await create({ ...ok, name: '' }), ['name'], { what: 'name empty' });
+  assertValidationError(t, await create({ ...ok, name: '   ' }), ['name'], { what: 'name blank' });
+  assertValidationError(t, await create({ ...ok, name: 42 }), ['name'], { what: 'name not a string' });
   for (const email of ['ana', 'ana@', '@example.cl', 'ana example@x.cl', 'ana@@example.cl']) {
-    assert422(t, await create({ ...ok, email }), ['email'], `email ${email}`);
+    assertValidationError(t, await create({ ...ok, email }), ['email'], { what: `email ${email}` });
   }
   // A well-formed address of 254 characters is the limit; 255 is too long.
   const longEmail = (n: number) => `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(n - 64 - 1 - 64 - 64 - 3)}.cl`;
   t.equal(longEmail(254).length, 254);
-  assert422(t, await create({ ...ok, email: longEmail(255) }), ['email'], 'email over 254');
+  assertValidationError(t, await create({ ...ok, email: longEmail(255) }), ['email'], { what: 'email over 254' });
   const maxEmail = await create({ name: 'Long Mail', email: longEmail(254) });
   t.equal(maxEmail.status, 201, 'an e-mail of 254 characters is fine');
   t.equal(maxEmail.body.email, longEmail(254));
-  assert422(t, await create({ ...ok, phone: '1'.repeat(51) }), ['phone'], 'phone over 50');
-  assert422(t, await create({ ...ok, address: 'a'.repeat(501) }), ['address'], 'address over 500');
-  assert422(t, await create({ name: 'x'.repeat(201), email: 'nope', phone: '1'.repeat(51), address: 'a'.repeat(501), zip: '1' }), ['name', 'email', 'phone', 'address', 'zip'], 'all at once');
+  assertValidationError(t, await create({ ...ok, phone: '1'.repeat(51) }), ['phone'], { what: 'phone over 50' });
+  assertValidationError(t, await create({ ...ok, address: 'a'.repeat(501) }), ['address'], { what: 'address over 500' });
+  assertValidationError(t, await create({ name: 'x'.repeat(201), email: 'nope', phone: '1'.repeat(51), address: 'a'.repeat(501), zip: '1' }), ['name', 'email', 'phone', 'address', 'zip'], { what: 'all at once' });
   for (const res of [await create({ ...ok, nickname: 'x' })]) {
     const e = res.body.details.errors[0];
     t.type(e.message, 'string');
@@ -334,6 +324,6 @@ t.test('GET /clients: ordered by name ignoring case, then id; paged', async (t) 
     ['?offset=xyz', 'offset'],
     ['?offset=0.5', 'offset'],
   ] as const) {
-    assert422(t, await list(query), [path], query);
+    assertValidationError(t, await list(query), [path], { what: query });
   }
 });

@@ -1,7 +1,8 @@
 import t from 'tap';
 import net from 'node:net';
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { testApp, isEnvelope, TEST_ENV } from './helpers/app.js';
+import { assertError, inject } from './helpers/assertions.js';
 import { createSql, type Sql } from '../src/db/client.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { loadConfig } from '../src/config.js';
@@ -13,14 +14,6 @@ import { loadSecretBox } from '../src/webhooks/secrets.js';
 
 const ONE_MIB = 1024 * 1024;
 const SOME_UUID = '0191e4b2-7c1a-7000-8000-0000000000aa';
-
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match'>;
-
-interface Res {
-  status: number;
-  headers: Record<string, unknown>;
-  body: any;
-}
 
 /**
  * The real app on a pool whose database cannot be reached. Built by hand: testApp starts pg-boss,
@@ -34,55 +27,32 @@ async function appWithoutDatabase(t: { teardown(fn: () => unknown): void }, sql:
   return { app };
 }
 
-async function inject(h: { app: FastifyInstance }, opts: InjectOptions): Promise<Res> {
-  const res = await h.app.inject(opts);
-  let body: unknown = res.body;
-  try {
-    body = JSON.parse(res.body);
-  } catch {
-    /* not JSON: left as text so the assertions below fail loudly */
-  }
-  return { status: res.statusCode, headers: res.headers, body };
-}
-
-/** The one envelope, with the path of the request (never its query) and a fresh RFC 3339 ms timestamp. */
-function assertEnvelope(t: Asserts, res: Res, status: number, code: string, path: string): void {
-  t.equal(res.status, status, `status ${status}`);
-  t.ok(isEnvelope(res.body), 'is the error envelope', { found: res.body });
-  t.equal(res.body?.code, code, `code ${code}`);
-  t.equal(res.body?.path, path, 'path is the request path without the query string');
-  t.match(res.headers['content-type'], /^application\/json/);
-  t.equal(res.headers['x-request-id'], res.body?.request_id, 'X-Request-Id equals request_id');
-  const ts = Date.parse(res.body?.timestamp);
-  t.ok(Math.abs(ts - Date.now()) < 60_000, 'timestamp is now');
-}
-
 t.test('unknown routes answer 404 route_not_found in the envelope', async (t) => {
   const h = await testApp(t);
   const { key } = await h.key(['*']);
 
-  const inside = await inject(h, { method: 'GET', url: `${API_PREFIX}/no-such-thing?x=1&y=2` });
-  assertEnvelope(t, inside, 404, 'route_not_found', `${API_PREFIX}/no-such-thing`);
+  const inside = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/no-such-thing?x=1&y=2` });
+  assertError(t, inside, 404, 'route_not_found', { path: `${API_PREFIX}/no-such-thing` });
   t.equal(inside.body.retry, 'never');
 
-  const insideWithKey = await inject(h, { method: 'GET', url: `${API_PREFIX}/no-such-thing`, headers: { 'x-api-key': key } });
-  assertEnvelope(t, insideWithKey, 404, 'route_not_found', `${API_PREFIX}/no-such-thing`);
+  const insideWithKey = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/no-such-thing`, headers: { 'x-api-key': key } });
+  assertError(t, insideWithKey, 404, 'route_not_found', { path: `${API_PREFIX}/no-such-thing` });
 
   // A known path with a method it does not have is no route either.
-  const wrongMethod = await inject(h, { method: 'DELETE', url: `${API_PREFIX}/clients?limit=2`, headers: { 'x-api-key': key } });
-  assertEnvelope(t, wrongMethod, 404, 'route_not_found', `${API_PREFIX}/clients`);
+  const wrongMethod = await inject(h.app, { method: 'DELETE', url: `${API_PREFIX}/clients?limit=2`, headers: { 'x-api-key': key } });
+  assertError(t, wrongMethod, 404, 'route_not_found', { path: `${API_PREFIX}/clients` });
 
-  const prefixOnly = await inject(h, { method: 'GET', url: API_PREFIX });
-  assertEnvelope(t, prefixOnly, 404, 'route_not_found', API_PREFIX);
+  const prefixOnly = await inject(h.app, { method: 'GET', url: API_PREFIX });
+  assertError(t, prefixOnly, 404, 'route_not_found', { path: API_PREFIX });
 
-  const underDocs = await inject(h, { method: 'GET', url: `${API_PREFIX}/docs/no-such-document` });
-  assertEnvelope(t, underDocs, 404, 'route_not_found', `${API_PREFIX}/docs/no-such-document`);
+  const underDocs = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/docs/no-such-document` });
+  assertError(t, underDocs, 404, 'route_not_found', { path: `${API_PREFIX}/docs/no-such-document` });
 
-  const outside = await inject(h, { method: 'GET', url: '/no/such/page?q=1' });
-  assertEnvelope(t, outside, 404, 'route_not_found', '/no/such/page');
+  const outside = await inject(h.app, { method: 'GET', url: '/no/such/page?q=1' });
+  assertError(t, outside, 404, 'route_not_found', { path: '/no/such/page' });
 
-  const outsidePost = await inject(h, { method: 'POST', url: '/nothing-here', payload: '{}', headers: { 'content-type': 'application/json' } });
-  assertEnvelope(t, outsidePost, 404, 'route_not_found', '/nothing-here');
+  const outsidePost = await inject(h.app, { method: 'POST', url: '/nothing-here', payload: '{}', headers: { 'content-type': 'application/json' } });
+  assertError(t, outsidePost, 404, 'route_not_found', { path: '/nothing-here' });
 });
 
 t.test('URLs the router itself rejects still get the envelope', async (t) => {
@@ -91,13 +61,13 @@ t.test('URLs the router itself rejects still get the envelope', async (t) => {
 
   // Fastify answers these before any route or hook runs (bad percent-encoding, over-long path
   // parameter); decisions §13: every error, Fastify's own included, has the envelope.
-  const badEncoding = await inject(h, { method: 'GET', url: `${API_PREFIX}/clients/%zz`, headers: { 'x-api-key': key } });
+  const badEncoding = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/clients/%zz`, headers: { 'x-api-key': key } });
   t.equal(badEncoding.status, 400);
   t.ok(isEnvelope(badEncoding.body), 'is the error envelope', { found: badEncoding.body });
   t.equal(badEncoding.body?.code, 'validation_error');
   t.equal(badEncoding.headers['x-request-id'], badEncoding.body?.request_id);
 
-  const longParam = await inject(h, { method: 'GET', url: `${API_PREFIX}/clients/${'a'.repeat(300)}`, headers: { 'x-api-key': key } });
+  const longParam = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/clients/${'a'.repeat(300)}`, headers: { 'x-api-key': key } });
   t.equal(longParam.status, 400, 'an over-long id is a malformed id');
   t.ok(isEnvelope(longParam.body), 'is the error envelope', { found: longParam.body });
   t.equal(longParam.body?.code, 'validation_error');
@@ -229,15 +199,15 @@ t.test('the database being unreachable is 503 service_unavailable, never 401', a
   ];
   for (const [label, url, headers] of cases) {
     const started = Date.now();
-    const res = await inject(down, { method: 'GET', url, headers });
+    const res = await inject(down.app, { method: 'GET', url, headers });
     const took = Date.now() - started;
-    assertEnvelope(t, res, 503, 'service_unavailable', url.split('?')[0]!);
+    assertError(t, res, 503, 'service_unavailable', { what: label, path: url.split('?')[0]! });
     t.equal(res.body?.retry, 'safe', `${label}: retry safe`);
     t.ok(took < 5000, `${label}: answered in ${took} ms`);
   }
 
   // A POST with a body, too.
-  const post = await inject(down, {
+  const post = await inject(down.app, {
     method: 'POST',
     url: `${API_PREFIX}/clients`,
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -246,11 +216,11 @@ t.test('the database being unreachable is 503 service_unavailable, never 401', a
   t.equal(post.status, 503);
   t.equal(post.body?.code, 'service_unavailable');
 
-  const ready = await inject(down, { method: 'GET', url: '/readyz' });
+  const ready = await inject(down.app, { method: 'GET', url: '/readyz' });
   t.equal(ready.status, 503);
   t.equal(ready.body?.code, 'service_unavailable');
   t.ok(isEnvelope(ready.body));
-  const healthy = await inject(down, { method: 'GET', url: '/healthz' });
+  const healthy = await inject(down.app, { method: 'GET', url: '/healthz' });
   t.equal(healthy.status, 200, 'the process is up even when the database is not');
 });
 
@@ -274,7 +244,7 @@ t.test('a database that accepts connections but never answers is 503 within 5 s'
   const down = await appWithoutDatabase(t, hung, url);
 
   const started = Date.now();
-  const res = await inject(down, { method: 'GET', url: `${API_PREFIX}/clients`, headers: { 'x-api-key': `ik_live_${'A'.repeat(32)}` } });
+  const res = await inject(down.app, { method: 'GET', url: `${API_PREFIX}/clients`, headers: { 'x-api-key': `ik_live_${'A'.repeat(32)}` } });
   const took = Date.now() - started;
   t.equal(res.status, 503);
   t.equal(res.body?.code, 'service_unavailable');
@@ -283,17 +253,17 @@ t.test('a database that accepts connections but never answers is 503 within 5 s'
 
 t.test('/healthz and /readyz', async (t) => {
   const h = await testApp(t);
-  const health = await inject(h, { method: 'GET', url: '/healthz' });
+  const health = await inject(h.app, { method: 'GET', url: '/healthz' });
   t.equal(health.status, 200);
   t.equal(health.body.status, 'ok');
-  const ready = await inject(h, { method: 'GET', url: '/readyz' });
+  const ready = await inject(h.app, { method: 'GET', url: '/readyz' });
   t.equal(ready.status, 200);
   t.equal(ready.body.status, 'ready');
 
   // Readiness means migrations applied too: forget one and it is not ready.
   const [last] = await h.sql<{ name: string }[]>`SELECT name FROM schema_migrations ORDER BY name DESC LIMIT 1`;
   await h.sql`DELETE FROM schema_migrations WHERE name = ${last!.name}`;
-  const notReady = await inject(h, { method: 'GET', url: '/readyz' });
+  const notReady = await inject(h.app, { method: 'GET', url: '/readyz' });
   t.equal(notReady.status, 503);
   t.equal(notReady.body.code, 'service_unavailable');
 });
@@ -301,21 +271,21 @@ t.test('/healthz and /readyz', async (t) => {
 t.test('X-Request-Id is echoed when valid, generated otherwise, and equals request_id', async (t) => {
   const h = await testApp(t);
   const given = 'req-2026.11:abc_DEF-123';
-  const echoed = await inject(h, { method: 'GET', url: `${API_PREFIX}/clients`, headers: { 'x-request-id': given } });
+  const echoed = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/clients`, headers: { 'x-request-id': given } });
   t.equal(echoed.status, 401);
   t.equal(echoed.headers['x-request-id'], given);
   t.equal(echoed.body.request_id, given);
 
   for (const bad of ['has spaces in it', 'x'.repeat(129), 'semi;colon', '']) {
-    const res = await inject(h, { method: 'GET', url: '/nowhere', headers: { 'x-request-id': bad } });
+    const res = await inject(h.app, { method: 'GET', url: '/nowhere', headers: { 'x-request-id': bad } });
     t.not(res.headers['x-request-id'], bad, `invalid id ${JSON.stringify(bad.slice(0, 20))} is replaced`);
     t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/);
     t.equal(res.body.request_id, res.headers['x-request-id']);
   }
 
   // Successful responses carry one too, and two requests never share one.
-  const a = await inject(h, { method: 'GET', url: '/healthz' });
-  const b = await inject(h, { method: 'GET', url: '/healthz' });
+  const a = await inject(h.app, { method: 'GET', url: '/healthz' });
+  const b = await inject(h.app, { method: 'GET', url: '/healthz' });
   t.type(a.headers['x-request-id'], 'string');
   t.not(a.headers['x-request-id'], b.headers['x-request-id']);
 });

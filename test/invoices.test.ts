@@ -1,31 +1,18 @@
 // POST/GET /invoices, /invoices/{id}, /invoices/{id}/status and /invoices/bulk against the spec
 // and decisions §2, §3, §4, §6, §14.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { clock, dateInZone } from '../src/clock.js';
 import { setRate } from '../src/rates/service.js';
-import { isEnvelope, testApp, type ApiResponse, type TestApp } from './helpers/app.js';
+import { isEnvelope, testApp, type TestApp } from './helpers/app.js';
+import { assertValidationError, errorPaths } from './helpers/assertions.js';
 import { TS, UUID, invoiceBody as body } from './helpers/fixtures.js';
 
 const PUBLIC = 'http://invoicing.test';
 const API = `${PUBLIC}/api/v1/external`;
 
 const today = () => dateInZone(clock.now(), 'America/Santiago');
-
-
-function errorPaths(res: ApiResponse): string[] {
-  return ((res.body?.details?.errors ?? []) as { path: string }[]).map((e) => e.path);
-}
-
-/** A 422 validation_error naming `path` among details.errors. */
-function is422(t: Test, res: ApiResponse, path: string, what = path) {
-  t.equal(res.status, 422, `${what}: 422`);
-  t.ok(isEnvelope(res.body), `${what}: envelope`);
-  t.equal(res.body?.code, 'validation_error', `${what}: validation_error`);
-  t.ok(errorPaths(res).includes(path), `${what}: names ${path} (got ${JSON.stringify(errorPaths(res))})`);
-  for (const e of res.body?.details?.errors ?? []) t.type(e.message, 'string');
-}
 
 async function count(h: TestApp, table: 'invoices' | 'clients' | 'events', merchantId: string): Promise<number> {
   const [r] = await h.sql.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM ${table} WHERE merchant_id = $1`, [merchantId]);
@@ -146,7 +133,7 @@ t.test('invoices', async (t) => {
     const item = (extra: Record<string, unknown>) => ({ items: [{ description: 'x', unit_price: 1, ...extra }] });
 
     const missing = await post({});
-    is422(t, missing, 'client', 'empty body');
+    assertValidationError(t, missing, ['client'], { what: 'empty body', including: true });
     t.ok(errorPaths(missing).includes('due_date'), 'due_date named');
     t.ok(errorPaths(missing).includes('items'), 'items named');
 
@@ -156,70 +143,70 @@ t.test('invoices', async (t) => {
     }
     t.equal(missingNested.status, 422);
 
-    is422(t, await post(body({ foo: 1 })), 'foo', 'unknown top-level field');
-    is422(t, await post(body({ client: { name: 'a', email: 'a@b.cl', nickname: 'x' } })), 'client.nickname', 'unknown client field');
-    is422(t, await post(body(item({ price: 1 }))), 'items[0].price', 'unknown item field');
+    assertValidationError(t, await post(body({ foo: 1 })), ['foo'], { what: 'unknown top-level field', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'a@b.cl', nickname: 'x' } })), ['client.nickname'], { what: 'unknown client field', including: true });
+    assertValidationError(t, await post(body(item({ price: 1 }))), ['items[0].price'], { what: 'unknown item field', including: true });
 
-    is422(t, await post(body(item({ unit_price: '5000' }))), 'items[0].unit_price', 'string unit_price');
-    is422(t, await post(body(item({ quantity: '2' }))), 'items[0].quantity', 'string quantity');
-    is422(t, await post(body({ tax_rate: '19' })), 'tax_rate', 'string tax_rate');
-    is422(t, await post(body({ send_immediately: 'true' })), 'send_immediately', 'string boolean');
-    is422(t, await post(body({ is_tax_exempt: 1 })), 'is_tax_exempt', 'number as boolean');
+    assertValidationError(t, await post(body(item({ unit_price: '5000' }))), ['items[0].unit_price'], { what: 'string unit_price', including: true });
+    assertValidationError(t, await post(body(item({ quantity: '2' }))), ['items[0].quantity'], { what: 'string quantity', including: true });
+    assertValidationError(t, await post(body({ tax_rate: '19' })), ['tax_rate'], { what: 'string tax_rate', including: true });
+    assertValidationError(t, await post(body({ send_immediately: 'true' })), ['send_immediately'], { what: 'string boolean', including: true });
+    assertValidationError(t, await post(body({ is_tax_exempt: 1 })), ['is_tax_exempt'], { what: 'number as boolean', including: true });
 
-    is422(t, await post(body({ due_date: '2000-01-01' })), 'due_date', 'due_date before today (default issue_date)');
-    is422(t, await post(body({ issue_date: '2026-03-10', due_date: '2026-03-09' })), 'due_date', 'due_date before issue_date');
+    assertValidationError(t, await post(body({ due_date: '2000-01-01' })), ['due_date'], { what: 'due_date before today (default issue_date)', including: true });
+    assertValidationError(t, await post(body({ issue_date: '2026-03-10', due_date: '2026-03-09' })), ['due_date'], { what: 'due_date before issue_date', including: true });
     for (const bad of ['2026-02-30', '2026-13-01', '2026-2-3', '20260101', '2026-02-29T00:00:00Z', '']) {
-      is422(t, await post(body({ due_date: bad })), 'due_date', `due_date ${JSON.stringify(bad)}`);
-      is422(t, await post(body({ issue_date: bad })), 'issue_date', `issue_date ${JSON.stringify(bad)}`);
+      assertValidationError(t, await post(body({ due_date: bad })), ['due_date'], { what: `due_date ${JSON.stringify(bad)}`, including: true });
+      assertValidationError(t, await post(body({ issue_date: bad })), ['issue_date'], { what: `issue_date ${JSON.stringify(bad)}`, including: true });
     }
     t.equal((await post(body({ issue_date: '2028-02-29', due_date: '2028-02-29' }))).status, 201, 'a leap day is a date');
 
-    is422(t, await post(body({ items: [] })), 'items', '0 items');
+    assertValidationError(t, await post(body({ items: [] })), ['items'], { what: '0 items', including: true });
     const many = (n: number) => Array.from({ length: n }, (_, i) => ({ description: `l${i}`, unit_price: 1 }));
-    is422(t, await post(body({ items: many(201) })), 'items', '201 items');
+    assertValidationError(t, await post(body({ items: many(201) })), ['items'], { what: '201 items', including: true });
     const ok200 = await post(body({ items: many(200) }));
     t.equal(ok200.status, 201, '200 items is fine');
     t.equal((await h.api('GET', `/invoices/${ok200.body.invoice_id}`, { key })).body.items.length, 200);
 
-    is422(t, await post(body(item({ quantity: 0 }))), 'items[0].quantity', 'quantity 0');
-    is422(t, await post(body(item({ quantity: -1 }))), 'items[0].quantity', 'quantity negative');
-    is422(t, await post(body(item({ quantity: 1_000_000.0001 }))), 'items[0].quantity', 'quantity > 1e6');
-    is422(t, await post(body(item({ quantity: 1.00001 }))), 'items[0].quantity', 'quantity with 5 decimals');
+    assertValidationError(t, await post(body(item({ quantity: 0 }))), ['items[0].quantity'], { what: 'quantity 0', including: true });
+    assertValidationError(t, await post(body(item({ quantity: -1 }))), ['items[0].quantity'], { what: 'quantity negative', including: true });
+    assertValidationError(t, await post(body(item({ quantity: 1_000_000.0001 }))), ['items[0].quantity'], { what: 'quantity > 1e6', including: true });
+    assertValidationError(t, await post(body(item({ quantity: 1.00001 }))), ['items[0].quantity'], { what: 'quantity with 5 decimals', including: true });
     t.equal((await post(body(item({ quantity: 1_000_000 })))).status, 201, 'quantity 1e6 is fine');
     t.equal((await post(body(item({ quantity: 0.0001 })))).status, 201, 'quantity 0.0001 is fine');
 
-    is422(t, await post(body(item({ unit_price: -0.01 }))), 'items[0].unit_price', 'unit_price negative');
-    is422(t, await post(body(item({ unit_price: 1e12 + 1 }))), 'items[0].unit_price', 'unit_price > 1e12');
-    is422(t, await post(body(item({ unit_price: 1.00001 }))), 'items[0].unit_price', 'unit_price with 5 decimals');
+    assertValidationError(t, await post(body(item({ unit_price: -0.01 }))), ['items[0].unit_price'], { what: 'unit_price negative', including: true });
+    assertValidationError(t, await post(body(item({ unit_price: 1e12 + 1 }))), ['items[0].unit_price'], { what: 'unit_price > 1e12', including: true });
+    assertValidationError(t, await post(body(item({ unit_price: 1.00001 }))), ['items[0].unit_price'], { what: 'unit_price with 5 decimals', including: true });
     t.equal((await post(body(item({ unit_price: 1e12 })))).status, 201, 'unit_price 1e12 is fine');
     t.equal((await post(body(item({ unit_price: 0 })))).status, 201, 'unit_price 0 is fine');
-    is422(t, await post(body({ items: [{ description: '', unit_price: 1 }] })), 'items[0].description', 'empty description');
-    is422(t, await post(body({ items: [{ description: 'x'.repeat(1001), unit_price: 1 }] })), 'items[0].description', 'description 1001');
+    assertValidationError(t, await post(body({ items: [{ description: '', unit_price: 1 }] })), ['items[0].description'], { what: 'empty description', including: true });
+    assertValidationError(t, await post(body({ items: [{ description: 'x'.repeat(1001), unit_price: 1 }] })), ['items[0].description'], { what: 'description 1001', including: true });
     t.equal((await post(body({ items: [{ description: 'x'.repeat(1000), unit_price: 1 }] }))).status, 201, 'description 1000');
     const second = await post(body({ items: [{ description: 'ok', unit_price: 1 }, { description: 'bad', unit_price: -1 }] }));
-    is422(t, second, 'items[1].unit_price', 'index of the bad item');
+    assertValidationError(t, second, ['items[1].unit_price'], { what: 'index of the bad item', including: true });
 
-    is422(t, await post(body({ tax_rate: 100.01 })), 'tax_rate', 'tax_rate > 100');
-    is422(t, await post(body({ tax_rate: -1 })), 'tax_rate', 'tax_rate < 0');
-    is422(t, await post(body({ tax_rate: 19.005 })), 'tax_rate', 'tax_rate with 3 decimals');
+    assertValidationError(t, await post(body({ tax_rate: 100.01 })), ['tax_rate'], { what: 'tax_rate > 100', including: true });
+    assertValidationError(t, await post(body({ tax_rate: -1 })), ['tax_rate'], { what: 'tax_rate < 0', including: true });
+    assertValidationError(t, await post(body({ tax_rate: 19.005 })), ['tax_rate'], { what: 'tax_rate with 3 decimals', including: true });
     t.equal((await post(body({ tax_rate: 100 }))).status, 201, 'tax_rate 100 is fine');
     t.equal((await post(body({ tax_rate: 0 }))).status, 201, 'tax_rate 0 is fine');
 
-    is422(t, await post(body({ external_reference: 'r'.repeat(256) })), 'external_reference', 'external_reference 256');
+    assertValidationError(t, await post(body({ external_reference: 'r'.repeat(256) })), ['external_reference'], { what: 'external_reference 256', including: true });
     t.equal((await post(body({ external_reference: 'r'.repeat(255) }))).status, 201, 'external_reference 255');
-    is422(t, await post(body({ locale: 'fr' })), 'locale', "locale 'fr'");
+    assertValidationError(t, await post(body({ locale: 'fr' })), ['locale'], { what: "locale 'fr'", including: true });
 
-    is422(t, await post(body({ client: { name: 'a', email: 'not-an-email' } })), 'client.email', 'bad e-mail');
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'not-an-email' } })), ['client.email'], { what: 'bad e-mail', including: true });
     const email = (n: number) => `${'a'.repeat(60)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(n - 192)}.cl`;
     t.equal(email(255).length, 255);
-    is422(t, await post(body({ client: { name: 'a', email: email(255) } })), 'client.email', 'e-mail 255');
+    assertValidationError(t, await post(body({ client: { name: 'a', email: email(255) } })), ['client.email'], { what: 'e-mail 255', including: true });
     t.equal((await post(body({ client: { name: 'a', email: email(254) } }))).status, 201, 'e-mail 254 is fine');
-    is422(t, await post(body({ client: { name: '', email: 'n@example.cl' } })), 'client.name', 'empty name');
-    is422(t, await post(body({ client: { name: 'n'.repeat(201), email: 'n@example.cl' } })), 'client.name', 'name 201');
-    is422(t, await post(body({ client: { name: 'a', email: 'r@example.cl', rut: '12.345.678-4' } })), 'client.rut', 'bad RUT check digit');
-    is422(t, await post(body({ client: { name: 'a', email: 'r@example.cl', rut: 'x'.repeat(33) } })), 'client.rut', 'rut 33');
-    is422(t, await post(body({ client: { name: 'a', email: 'p@example.cl', phone: '1'.repeat(51) } })), 'client.phone', 'phone 51');
-    is422(t, await post(body({ client: { name: 'a', email: 'p@example.cl', address: 'a'.repeat(501) } })), 'client.address', 'address 501');
+    assertValidationError(t, await post(body({ client: { name: '', email: 'n@example.cl' } })), ['client.name'], { what: 'empty name', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'n'.repeat(201), email: 'n@example.cl' } })), ['client.name'], { what: 'name 201', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'r@example.cl', rut: '12.345.678-4' } })), ['client.rut'], { what: 'bad RUT check digit', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'r@example.cl', rut: 'x'.repeat(33) } })), ['client.rut'], { what: 'rut 33', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'p@example.cl', phone: '1'.repeat(51) } })), ['client.phone'], { what: 'phone 51', including: true });
+    assertValidationError(t, await post(body({ client: { name: 'a', email: 'p@example.cl', address: 'a'.repeat(501) } })), ['client.address'], { what: 'address 501', including: true });
 
     // Several bad fields at once: every one is named.
     const several = await post(body({ tax_rate: 101, locale: 'fr', items: [{ description: 'x', unit_price: -1, quantity: 0 }] }));
@@ -248,7 +235,7 @@ t.test('invoices', async (t) => {
     const same = await h.api('POST', '/invoices', { key, body: body({ currency: 'CLP' }) });
     t.equal(same.status, 201);
     t.equal((await h.api('GET', `/invoices/${same.body.invoice_id}`, { key })).body.exchange_rate, null, 'base currency: no rate');
-    is422(t, await h.api('POST', '/invoices', { key, body: body({ currency: 840 }) }), 'currency', 'a number is not a currency');
+    assertValidationError(t, await h.api('POST', '/invoices', { key, body: body({ currency: 840 }) }), ['currency'], { what: 'a number is not a currency', including: true });
   });
 
   t.test('foreign currency uses the rate table: up to 7 days old, the latest one', async (t) => {

@@ -16,8 +16,9 @@
 //   response that shows an endpoint (admin included), in the database and in the logs.
 import t from 'tap';
 import { createHash, randomUUID } from 'node:crypto';
-import type { FastifyInstance, InjectOptions } from 'fastify';
-import { testApp, isEnvelope, toApiResponse, TEST_ENV, type ApiResponse } from './helpers/app.js';
+import type { FastifyInstance } from 'fastify';
+import { testApp, isEnvelope, TEST_ENV, type ApiResponse } from './helpers/app.js';
+import { assertError, inject } from './helpers/assertions.js';
 import { loggedApp, rawRequest } from './helpers/logged-app.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';
@@ -35,16 +36,6 @@ const SINGLE_SCOPES = scopes.filter((s) => s !== '*');
 const XSS = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>'] as const;
 /** A text carrying both payloads plus the other characters HTML gives a meaning to. */
 const evil = (label: string) => `${label} ${XSS[0]} ${XSS[1]} 'x' & y`;
-
-async function inject(app: FastifyInstance, opts: InjectOptions): Promise<ApiResponse> {
-  return toApiResponse(await app.inject(opts));
-}
-
-function assertEnvelope(t: Tap, res: ApiResponse, status: number, code: string, what: string): void {
-  t.equal(res.status, status, `${what}: ${status}`, { found: res.body });
-  t.ok(isEnvelope(res.body), `${what}: the error envelope`, { found: res.raw.slice(0, 300) });
-  t.equal(res.body?.code, code, `${what}: ${code}`);
-}
 
 // ─── The scope matrix, from the published document ──────────────────────────
 
@@ -261,7 +252,7 @@ t.test('tenant isolation', async (t) => {
     const attempt = async (method: string, path: string, status: number, code: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) => {
       const res = await h.api(method as 'GET', path, { key: b.key, ...opts });
       seen.push(res);
-      assertEnvelope(t, res, status, code, `B ${method} ${path}`);
+      assertError(t, res, status, code, `B ${method} ${path}`);
     };
     await attempt('GET', `/clients/${clientA.id}`, 404, 'client_not_found');
     await attempt('PATCH', `/clients/${clientA.id}`, 404, 'client_not_found', { body: { name: 'Hijacked', email: 'hijack@b.example' } });
@@ -554,7 +545,7 @@ t.test('keys and secrets', async (t) => {
         await h.sql`ALTER TABLE IF EXISTS clients_hidden_by_security_test RENAME TO clients`;
         await h.sql`ALTER TABLE IF EXISTS webhook_endpoints_hidden_by_security_test RENAME TO webhook_endpoints`;
       }
-      assertEnvelope(t, failed, 500, 'internal_error', 'a failing query');
+      assertError(t, failed, 500, 'internal_error', 'a failing query');
       t.equal(failed.body.retry, 'safe');
       t.notMatch(JSON.stringify({ ...failed.body, path: undefined }), /clients|relation|SELECT|postgres|\bat\s+\S+:\d+/i, 'no SQL, table name or stack in the answer');
       t.equal(adminFailed.status, 500, 'an admin procedure failing');
@@ -915,8 +906,7 @@ t.test('query strings: thousands of parameters or a huge one are 4xx envelopes, 
       t.ok(Date.now() - started < 5_000, `${label}: answered in ${Date.now() - started} ms`);
       if (queryParams.length > 0) {
         // A route that validates its query rejects what it does not know, in the envelope.
-        assertEnvelope(t, res, 422, 'validation_error', label);
-        t.equal(res.body?.path, path, `${label}: path without the query`);
+        assertError(t, res, 422, 'validation_error', { what: label, path });
       } else if (res.status >= 400) {
         t.ok(isEnvelope(res.body), `${label}: the envelope`);
       }
