@@ -9,6 +9,7 @@ import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
 import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
+import { legalProfile } from '../src/merchants/service.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
 import { queues } from '../src/jobs/boss.js';
 import { addressDomain, redactedMessage } from '../src/logger.js';
@@ -52,7 +53,10 @@ async function composeEndpointDisabled(deps: WorkerDeps, email: EmailRow): Promi
   };
 }
 
-/** The message for an e-mail row: rendered from the invoice as it is now, PDF attached where due. */
+/**
+ * The message for an e-mail row: rendered from the invoice and its merchant as they are now (the
+ * issuer's legal profile, whether it can take payments), PDF attached where due.
+ */
 async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
   if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
   if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
@@ -77,7 +81,12 @@ async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
       paid_on: formatDate(r.paid_at.slice(0, 10), locale),
     });
   }
-  const rendered = renderEmail(email.kind as EmailKind, locale, vars, customMessage);
+  const rendered = renderEmail(email.kind as EmailKind, locale, vars, {
+    customMessage,
+    // Decisions §11: the button offers to pay only where the hosted page can take the payment.
+    canPay: merchant.payment_provider !== null,
+    issuer: legalProfile(merchant),
+  });
   const attachments: Mail.Attachment[] = [];
   if (email.kind === 'invoice' || email.kind === 'reminder') {
     const pdf = await storeInvoicePdf(deps.sql, invoice.id, deps.config.publicBaseUrl);

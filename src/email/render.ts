@@ -3,6 +3,7 @@ import path from 'node:path';
 import Handlebars from 'handlebars';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
+import type { LegalProfile } from '../merchants/service.js';
 
 export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled';
 export type DisabledReason = 'consecutive_failures' | 'gone';
@@ -11,10 +12,13 @@ interface KindStrings {
   subject: string;
   greeting: string;
   body: string;
+  /** The button's text: what the linked page lets the reader do. */
   cta: string;
+  /** The button's text when the merchant can take the payment on that page (decisions §11). */
+  cta_pay?: string;
 }
 
-type Strings = Record<EmailKind, KindStrings> & { footer: string; reasons: Record<DisabledReason, string> };
+type Strings = Record<EmailKind, KindStrings> & { footer: string; issuer: string; reasons: Record<DisabledReason, string> };
 
 export interface RenderedEmail {
   subject: string;
@@ -62,20 +66,29 @@ export function disabledReason(locale: Locale, reason: DisabledReason, failures:
   return phrase(strings[locale].reasons[reason], { failures: String(failures) });
 }
 
-/** `customMessage` replaces the body (a reminder's custom_message); blank lines split paragraphs. */
-export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, customMessage?: string | null): RenderedEmail {
+export interface EmailOptions {
+  /** Replaces the body (a reminder's custom_message); blank lines split paragraphs. */
+  customMessage?: string | null;
+  /** The merchant takes payments on the hosted page, so the button may say "pay". */
+  canPay?: boolean;
+  /** The issuer's legal profile, printed under the footer when the merchant has one. */
+  issuer?: LegalProfile | null;
+}
+
+export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, opts: EmailOptions = {}): RenderedEmail {
   const s = strings[locale];
   const v = { client: '', number: '', total: '', due_date: '', amount: '', paid_on: '', endpoint_url: '', endpoint_id: '', reason: '', ...vars };
-  const body = customMessage ?? phrase(s[kind].body, v);
+  const body = opts.customMessage ?? phrase(s[kind].body, v);
   const view = {
     lang: locale,
     subject: phrase(s[kind].subject, v),
     merchant: vars.merchant,
     greeting: phrase(s[kind].greeting, v),
     paragraphs: body.split(/\r?\n\s*\r?\n/).map((p) => p.trim()).filter(Boolean),
-    cta: s[kind].cta,
+    cta: (opts.canPay ? s[kind].cta_pay : undefined) ?? s[kind].cta,
     url: vars.url,
     footer: phrase(s.footer, v),
+    issuer: opts.issuer ? phrase(s.issuer, opts.issuer) : null,
   };
   return { subject: view.subject, html: htmlLayout(view), text: textLayout(view).trim() + '\n' };
 }

@@ -1,8 +1,11 @@
 import PDFDocument from 'pdfkit';
+import { formatRut } from '../clients/rut.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { MerchantRow } from '../merchants/queries.js';
-import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText } from './text.js';
+import { legalProfile } from '../merchants/service.js';
+import { pdfFonts, type FontStyle } from './fonts.js';
+import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfLabels } from './text.js';
 
 export interface RenderOptions {
   /** A draft is marked as such on every page and carries no payment link. */
@@ -27,16 +30,41 @@ const COLS = [
 ] as const;
 const CELL_PAD = 5;
 
+// The header's two columns: the issuer on the left, the title, number and draft notice on the right.
+const ISSUER_SHARE = 0.6;
+const TITLE_SHARE = 0.38;
+
+/** The issuer as the header prints it: its legal profile when it has one, else its name alone. */
+function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[]; email: string } {
+  const profile = legalProfile(merchant);
+  if (!profile) return { name: merchant.name, legal: [], email: merchant.email };
+  return {
+    name: profile.razon_social,
+    legal: [
+      `${L.issuerRut}: ${profile.rut}`,
+      `${L.giro}: ${profile.giro}`,
+      `${L.address}: ${profile.direccion}`,
+      `${L.comuna}: ${profile.comuna}`,
+      `${L.ciudad}: ${profile.ciudad}`,
+    ],
+    email: merchant.email,
+  };
+}
+
 /**
- * The invoice as a PDF, in the invoice's locale, with pdfkit's built-in Helvetica (WinAnsi, so
- * Spanish text needs no embedded font). Deterministic: the same invoice gives the same bytes, as
- * the creation date (and so the file id) comes from the invoice, not from the clock.
+ * The invoice as a PDF, in the invoice's locale, in an embedded Unicode font (fonts.ts). The
+ * issuer prints with its legal profile when it has one; the hosted page's link says "view and pay"
+ * only when the merchant can take payments (decisions §11). Deterministic: the same invoice gives
+ * the same bytes, as the creation date (and so the file id) comes from the invoice, not from the
+ * clock.
  */
 export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
   const locale = invoice.locale === 'en' ? 'en' : 'es';
   const L = pdfLabels(locale);
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const numberText = opts.draft ? L.draft : `${L.number} ${invoice.invoice_number ?? ''}`;
+  // What a merchant without a payment provider offers on its page is a view, not a payment.
+  const linkLabel = merchant.payment_provider !== null ? L.viewAndPayOnline : L.viewOnline;
 
   const doc = new PDFDocument({
     size: PAGE.size,
@@ -44,14 +72,20 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     bufferPages: true,
     lang: locale === 'es' ? 'es-CL' : 'en-US',
     info: {
-      Title: pdfText(`${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim()),
-      Author: pdfText(merchant.name),
-      Subject: pdfText(`${L.title} - ${invoice.client_name}`),
+      // pdfkit writes these as UTF-16 text strings: any character is kept.
+      Title: `${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim(),
+      Author: legalProfile(merchant)?.razon_social ?? merchant.name,
+      Subject: `${L.title} - ${invoice.client_name}`,
       Creator: 'invoicing-api',
       Producer: 'invoicing-api (PDFKit)',
       CreationDate: invoice.sent_at ?? invoice.created_at,
     },
   });
+  const fonts = pdfFonts();
+  for (const style of Object.keys(fonts) as FontStyle[]) {
+    // @types/pdfkit lags pdfkit 0.20, which takes a parsed fontkit font (CHANGELOG 0.20.0).
+    doc.registerFont(style, fonts[style] as unknown as Buffer);
+  }
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
     doc.on('data', (c: Buffer) => chunks.push(c));
@@ -69,8 +103,10 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     const { width: w, height: h } = doc.page;
     doc.save();
     doc.rotate(-35, { origin: [w / 2, h / 2] });
-    doc.font('Helvetica-Bold').fontSize(96).fillColor(ACCENT).fillOpacity(0.12);
-    doc.text(L.draft, 0, h / 2 - 48, { width: w, align: 'center', lineBreak: false });
+    // As large as fits across the page: a word wider than its box would be broken in two.
+    const size = Math.min(96, (96 * 0.85 * w) / doc.font('bold').fontSize(96).widthOfString(L.draft));
+    doc.fontSize(size).fillColor(ACCENT).fillOpacity(0.12);
+    doc.text(L.draft, 0, h / 2 - size / 2, { width: w, align: 'center', lineBreak: false });
     doc.restore();
     doc.fillOpacity(1).fillColor(INK);
     doc.x = left;
@@ -79,15 +115,22 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   watermark();
   doc.on('pageAdded', watermark);
 
-  // Header: merchant on the left, title and number on the right.
+  // Header: the issuer on the left, title and number on the right.
   const top = PAGE.margin;
-  doc.font('Helvetica-Bold').fontSize(18).fillColor(INK).text(pdfText(merchant.name), left, top, { width: width * 0.6 });
-  doc.font('Helvetica').fontSize(10).fillColor(MUTED).text(pdfText(merchant.email), { width: width * 0.6 });
+  const issuer = issuerBlock(merchant, L);
+  const issuerW = width * ISSUER_SHARE;
+  // A razón social is often long: a smaller size keeps it to fewer lines.
+  doc.font('bold').fontSize(issuer.legal.length > 0 ? 14 : 18).fillColor(INK).text(pdfText(issuer.name), left, top, { width: issuerW });
+  doc.moveDown(0.2);
+  doc.font('regular').fontSize(9).fillColor(INK);
+  for (const line of issuer.legal) doc.text(pdfText(line), { width: issuerW });
+  doc.fillColor(MUTED).text(pdfText(issuer.email), { width: issuerW });
   const merchantBottom = doc.y;
-  doc.font('Helvetica-Bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
-  doc.font('Helvetica-Bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });
+  doc.font('bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
+  doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });
   if (opts.draft) {
-    doc.font('Helvetica').fontSize(8).fillColor(ACCENT).text(L.draftNotice, left + width * 0.45, doc.y + 2, { width: width * 0.55, align: 'right' });
+    const noticeW = width * TITLE_SHARE;
+    doc.font('regular').fontSize(8).fillColor(ACCENT).text(L.draftNotice, left + width - noticeW, doc.y + 2, { width: noticeW, align: 'right' });
   }
   let y = Math.max(merchantBottom, doc.y) + 18;
   doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
@@ -95,12 +138,12 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
 
   // Client (left) and dates (right).
   const colW = width / 2 - 10;
-  doc.font('Helvetica-Bold').fontSize(9).fillColor(MUTED).text(L.billTo.toUpperCase(), left, y, { width: colW });
-  doc.font('Helvetica-Bold').fontSize(11).fillColor(INK).text(pdfText(invoice.client_name), { width: colW });
-  doc.font('Helvetica').fontSize(9.5).fillColor(INK);
+  doc.font('bold').fontSize(9).fillColor(MUTED).text(L.billTo.toUpperCase(), left, y, { width: colW });
+  doc.font('bold').fontSize(11).fillColor(INK).text(pdfText(invoice.client_name), { width: colW });
+  doc.font('regular').fontSize(9.5).fillColor(INK);
   const clientLines: [string, string | null][] = [
     [L.email, invoice.client_email],
-    [L.rut, invoice.client_rut],
+    [L.rut, invoice.client_rut === null ? null : formatRut(invoice.client_rut)],
     [L.phone, invoice.client_phone],
     [L.address, invoice.client_address],
   ];
@@ -121,8 +164,8 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   if (invoice.external_reference) dateLines.push([L.reference, invoice.external_reference]);
   let dy = y;
   for (const [label, value] of dateLines) {
-    doc.font('Helvetica').fontSize(9.5).fillColor(MUTED).text(pdfText(label), dateX, dy, { width: 110 });
-    doc.font('Helvetica').fontSize(9.5).fillColor(INK).text(pdfText(value), dateX + 110, dy, { width: colW - 110, align: 'right' });
+    doc.font('regular').fontSize(9.5).fillColor(MUTED).text(pdfText(label), dateX, dy, { width: 110 });
+    doc.font('regular').fontSize(9.5).fillColor(INK).text(pdfText(value), dateX + 110, dy, { width: colW - 110, align: 'right' });
     dy = Math.max(doc.y, dy + 14);
   }
   y = Math.max(clientBottom, dy) + 22;
@@ -140,11 +183,11 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
         return money(item.line_total);
     }
   };
-  const rowHeight = (cells: string[], font: string) => {
+  const rowHeight = (cells: string[], font: FontStyle) => {
     doc.font(font).fontSize(9.5);
     return Math.max(...cells.map((text, i) => doc.heightOfString(text, { width: COLS[i]!.width - 2 * CELL_PAD }))) + 2 * CELL_PAD;
   };
-  const drawRow = (cells: string[], font: string, shade: boolean) => {
+  const drawRow = (cells: string[], font: FontStyle, shade: boolean) => {
     const h = rowHeight(cells, font);
     if (shade) doc.rect(left, y, width, h).fillColor(SHADE).fill();
     let x = left;
@@ -158,16 +201,16 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
   };
   const header = COLS.map((c) => L[c.key]);
-  const drawHeader = () => drawRow(header, 'Helvetica-Bold', true);
+  const drawHeader = () => drawRow(header, 'bold', true);
   drawHeader();
   for (const item of invoice.items) {
     const cells = COLS.map((c) => cellText(c.key, item));
-    if (y + rowHeight(cells, 'Helvetica') > bottom()) {
+    if (y + rowHeight(cells, 'regular') > bottom()) {
       doc.addPage();
       y = PAGE.margin;
       drawHeader();
     }
-    drawRow(cells, 'Helvetica', false);
+    drawRow(cells, 'regular', false);
   }
 
   // Totals, right-aligned under the amount columns.
@@ -186,7 +229,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   }
   y += 8;
   for (const [label, amount, strong] of totals) {
-    const font = strong ? 'Helvetica-Bold' : 'Helvetica';
+    const font = strong ? 'bold' : 'regular';
     const size = strong ? 12 : 9.5;
     if (strong) {
       doc.moveTo(labelX, y).lineTo(right, y).lineWidth(0.8).strokeColor(INK).stroke();
@@ -199,7 +242,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     y = Math.max(labelBottom, doc.y) + 4;
   }
   if (invoice.tax_inclusive && !invoice.is_tax_exempt) {
-    doc.font('Helvetica-Oblique').fontSize(8.5).fillColor(MUTED).text(L.taxInclusive, left, y + 2, { width, align: 'right' });
+    doc.font('italic').fontSize(8.5).fillColor(MUTED).text(L.taxInclusive, left, y + 2, { width, align: 'right' });
     y = doc.y;
   }
 
@@ -210,8 +253,8 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
       doc.addPage();
       y = PAGE.margin;
     }
-    doc.font('Helvetica-Bold').fontSize(10).fillColor(INK).text(`${L.payOnline}:`, left, y, { width });
-    doc.font('Helvetica').fontSize(9.5).fillColor('#1d4ed8').text(pdfText(opts.publicUrl), { width, link: opts.publicUrl, underline: true });
+    doc.font('bold').fontSize(10).fillColor(INK).text(`${linkLabel}:`, left, y, { width });
+    doc.font('regular').fontSize(9.5).fillColor('#1d4ed8').text(pdfText(opts.publicUrl), { width, link: opts.publicUrl, underline: true });
   }
 
   // Footer on every page: "Página 1 de 2" and the number.
@@ -221,7 +264,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     const pageBottom = doc.page.margins.bottom;
     doc.page.margins.bottom = 0; // writing inside the bottom margin must not open a new page
     const footer = `${opts.draft ? L.draft : (invoice.invoice_number ?? '')}   ${L.page} ${i + 1 - range.start} ${L.of} ${range.count}`;
-    doc.font('Helvetica').fontSize(8).fillColor(MUTED).text(pdfText(footer.trim()), left, doc.page.height - PAGE.margin + 15, {
+    doc.font('regular').fontSize(8).fillColor(MUTED).text(pdfText(footer.trim()), left, doc.page.height - PAGE.margin + 15, {
       width,
       align: 'right',
       lineBreak: false,

@@ -4,6 +4,7 @@ import { Decimal } from '../money.js';
 import { formatMoney } from '../format.js';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
+import { printable } from './fonts.js';
 
 const labelKeys = [
   'title',
@@ -16,6 +17,10 @@ const labelKeys = [
   'rut',
   'phone',
   'address',
+  'issuerRut',
+  'giro',
+  'comuna',
+  'ciudad',
   'issueDate',
   'dueDate',
   'reference',
@@ -30,7 +35,8 @@ const labelKeys = [
   'total',
   'currency',
   'exchangeRate',
-  'payOnline',
+  'viewAndPayOnline',
+  'viewOnline',
   'page',
   'of',
   'filenameDraft',
@@ -54,31 +60,28 @@ export function pdfLabels(locale: Locale): PdfLabels {
   return cache[locale] ?? cache.es;
 }
 
-// Windows-1252 (WinAnsi), the encoding of the standard PDF fonts: Latin-1 plus these.
-const WIN_ANSI_EXTRA = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
-
-function encodable(ch: string): boolean {
-  const code = ch.codePointAt(0)!;
-  return (code >= 0x20 && code < 0x7f) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(ch);
-}
-
 /**
- * Text the built-in Helvetica can show: Spanish (á, é, ñ, º, ¿) passes as is; other letters lose
- * their accents (ő → o); typographic spaces become spaces; anything else becomes "?". Without
- * this, a character outside WinAnsi would come out as a wrong glyph.
+ * Text the embedded font can show: every character it has prints as written; a letter it lacks
+ * loses its accents when the plain letter is there; invisible format characters (a soft hyphen,
+ * a zero-width joiner) go; typographic spaces and tabs become spaces; anything else becomes "?".
+ * Without this, a character outside the font would print as an empty box and vanish from the
+ * text a reader copies or searches.
  */
 export function pdfText(value: string): string {
   let out = '';
   for (const ch of value.normalize('NFC')) {
+    const code = ch.codePointAt(0)!;
     if (ch === '\n') {
-      out += ch;
-    } else if (encodable(ch)) {
       out += ch;
     } else if (/[\t\r\v\f\u0085\u2028\u2029]/.test(ch)) {
       out += ' ';
+    } else if (code >= 0x20 && printable(code)) {
+      out += ch;
+    } else if (/\p{Default_Ignorable_Code_Point}/u.test(ch)) {
+      continue;
     } else {
       const plain = ch.normalize('NFKD').replace(/\p{M}/gu, '');
-      out += plain !== '' && [...plain].every(encodable) ? plain : '?';
+      out += plain !== '' && [...plain].every((c) => printable(c.codePointAt(0)!)) ? plain : '?';
     }
   }
   return out;
