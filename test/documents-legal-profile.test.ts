@@ -5,10 +5,12 @@
 // "view the invoice" otherwise. PDFs are read by poppler's pdftotext; e-mails as the real SMTP
 // server received them.
 import t from 'tap';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { API_PREFIX } from '../src/http/urls.js';
 import { setTaxProfile } from '../src/merchants/service.js';
 import { testApp, type TestApp } from './helpers/app.js';
-import { pdfToText } from './helpers/pdftotext.js';
+import { firstPagePng, pdfToText } from './helpers/pdftotext.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import { until } from './helpers/until.js';
 
@@ -59,10 +61,14 @@ async function send(h: TestApp, m: Merchant, locale: 'es' | 'en', extra: Record<
   return res.body.invoice_id;
 }
 
-async function pdfTextOf(h: TestApp, m: Merchant, invoiceId: string): Promise<string> {
+async function pdfOf(h: TestApp, m: Merchant, invoiceId: string): Promise<Buffer> {
   const res = await h.app.inject({ method: 'GET', url: `${API_PREFIX}/invoices/${invoiceId}/pdf`, headers: { 'x-api-key': m.key } });
   if (res.statusCode !== 200) throw new Error(`pdf failed: ${res.statusCode} ${res.body}`);
-  return pdfToText(res.rawPayload);
+  return res.rawPayload;
+}
+
+async function pdfTextOf(h: TestApp, m: Merchant, invoiceId: string): Promise<string> {
+  return pdfToText(await pdfOf(h, m, invoiceId));
 }
 
 function mailOf(smtp: SmtpSink, invoiceId: string, kind: string): Promise<ReceivedMail> {
@@ -169,4 +175,19 @@ t.test('the legal profile and the link text on PDFs and e-mails', async (t) => {
     const en = await mailOf(smtp, await send(h, plain, 'en'), 'invoice');
     t.equal(button(en), 'View and pay the invoice', 'en: the button');
   });
+});
+
+// SCREENSHOTS_DIR=docs/screenshots: the PDF with and without a legal profile, as images for review.
+t.test('the PDF as a reader sees it, for docs/screenshots', { skip: process.env.SCREENSHOTS_DIR ? false : 'SCREENSHOTS_DIR is not set' }, async (t) => {
+  const h = await testApp(t);
+  const dir = path.resolve(process.env.SCREENSHOTS_DIR!);
+  for (const [name, opts] of [
+    ['invoice-pdf-legal-profile.png', { profile: true, canCharge: false }],
+    ['invoice-pdf.png', { profile: false, canCharge: true }],
+  ] as const) {
+    const m = await merchantWith(h, opts);
+    const out = path.join(dir, name);
+    await firstPagePng(await pdfOf(h, m, await send(h, m, 'es', { client: { name: 'Łukasz Müller', email: 'lukasz@example.cl', rut: '12345678-5', address: 'Av. Irarrázaval 2401, Ñuñoa' } })), out);
+    t.ok((await stat(out)).size > 10_000, `${name} written`);
+  }
 });

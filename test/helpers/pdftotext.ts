@@ -86,3 +86,10 @@ export function fontsOf(pdf: Buffer): Promise<PdfFont[]> {
       });
   });
 }
+
+/** The first page as a PNG, by poppler's pdftoppm: what a reader sees, for review. */
+export function firstPagePng(pdf: Buffer, out: string, dpi = 80): Promise<void> {
+  return withFile(pdf, async (file) => {
+    await run('pdftoppm', ['-png', '-r', String(dpi), '-f', '1', '-l', '1', '-singlefile', file, out.replace(/\.png$/, '')]);
+  });
+}
