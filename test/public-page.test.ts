@@ -98,7 +98,7 @@ t.test('hosted invoice page', async (t) => {
     t.match(res.body, '$0', 'amount paid');
     t.match(res.body, 'Pendiente de pago', 'status for the customer');
     t.match(res.body, '31 de diciembre de 2099', 'due date');
-    t.match(res.body, '12345678-5', 'RUT');
+    t.match(res.body, '12.345.678-5', 'RUT, printed with its dots');
     t.match(res.body, 'Ana &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Pérez', 'client name escaped, shown as text');
     t.match(res.body, 'Consultoría &lt;b&gt;noviembre&lt;/b&gt;', 'item description escaped');
     t.notMatch(res.body, /<script/i, 'no script element at all');

@@ -162,7 +162,7 @@ t.test('the documented operations are exactly the routes the app serves', async 
   const outside = served.filter((r) => !underApi.includes(r)).map((r) => `${r.method} ${r.path}`);
   const expected = new Set([
     'GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz',
-    'GET /i/:token', 'HEAD /i/:token', 'GET /i/:token/pdf', 'HEAD /i/:token/pdf',
+    'GET /i/:token', 'HEAD /i/:token', 'GET /i/:token/pdf', 'HEAD /i/:token/pdf', 'POST /i/:token/pay',
     'GET /checkout/:token', 'HEAD /checkout/:token', 'POST /checkout/:token/pay', 'POST /checkout/:token/decline',
     'GET /checkout/:token/cancel', 'HEAD /checkout/:token/cancel',
     'GET /admin', 'HEAD /admin', 'GET /admin/console.css', 'HEAD /admin/console.css', 'GET /admin/console.js', 'HEAD /admin/console.js',
@@ -340,6 +340,7 @@ t.test('tenant isolation', async (t) => {
         ['GET', `/i/${guess}`],
         ['HEAD', `/i/${guess}`],
         ['GET', `/i/${guess}/pdf`],
+        ['POST', `/i/${guess}/pay`],
       ] as const) {
         const res = await h.app.inject({ method, url });
         t.equal(res.statusCode, 404, `${method} ${url}`);

@@ -45,6 +45,38 @@ export async function insertSession(db: Queryable, s: NewCheckout): Promise<Chec
 }
 
 /**
+ * A session for an invoice of the API, opened from its hosted page (decisions §11). Inserted only
+ * while the invoice is open with `amount` still due (the share lock orders it with a cancel or
+ * mark-paid that commits first, whose new status the lock's recheck then refuses) and has no
+ * pending session: a second click meets checkout_sessions_one_pending_per_invoice and inserts
+ * nothing. Null in either case.
+ */
+export async function insertInvoiceSession(db: Queryable, s: NewCheckout): Promise<CheckoutRow | null> {
+  const rows = await db<CheckoutRow[]>`
+    INSERT INTO checkout_sessions (id, merchant_id, invoice_id, token, csrf_token, status, payment_status, amount, currency,
+                                   description, customer_name, customer_email, success_url, cancel_url, external_reference,
+                                   locale, provider, provider_session_id, expires_at, created_at, updated_at)
+    SELECT ${s.id}, i.merchant_id, i.id, ${s.token}, ${s.csrf_token}, 'pending', 'unpaid', ${s.amount}::numeric,
+           ${s.currency}, ${s.description}, ${s.customer_name}, ${s.customer_email}, ${s.success_url}, ${s.cancel_url},
+           ${s.external_reference}, ${s.locale}, ${s.provider}, ${s.provider_session_id}, ${s.expires_at}, ${s.created_at},
+           ${s.created_at}
+      FROM invoices i
+     WHERE i.merchant_id = ${s.merchant_id} AND i.id = ${s.invoice_id} AND i.status IN ('sent', 'viewed', 'overdue')
+       AND i.total - i.amount_paid = ${s.amount}::numeric
+       FOR SHARE
+    ON CONFLICT (invoice_id) WHERE status = 'pending' DO NOTHING
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+/** The invoice's pending session, past its deadline or not: at most one (the partial unique index). */
+export async function pendingSessionOfInvoice(db: Queryable, merchantId: string, invoiceId: string): Promise<CheckoutRow | null> {
+  const rows = await db<CheckoutRow[]>`
+    SELECT * FROM checkout_sessions WHERE merchant_id = ${merchantId} AND invoice_id = ${invoiceId} AND status = 'pending'`;
+  return rows[0] ?? null;
+}
+
+/**
  * Invoices are inserted as `api` invoices; a checkout's is marked before it is sent, so sending
  * queues no invoice e-mail and the reminder planner never picks it up.
  */

@@ -74,7 +74,7 @@ export const checkoutSession = z
     expires_at: timestamp,
     external_reference: z.string().nullable(),
     completed_at: timestamp.nullable(),
-    invoice_id: z.string().meta({ description: 'The invoice created and sent for this session' }),
+    invoice_id: z.string().meta({ description: 'The invoice this session pays: the one POST /checkout created and sent, or the invoice whose hosted page opened the session (its Pay button)' }),
   })
   .meta({ id: 'CheckoutSession' });
 export type CheckoutSessionResource = z.output<typeof checkoutSession>;

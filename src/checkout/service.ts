@@ -14,6 +14,7 @@ import { createInvoice, getInvoice, prepareRates, sendInvoice, type InvoiceDeps 
 import type { CreateInvoiceInput } from '../invoices/schemas.js';
 import { exchangeRate } from '../rates/service.js';
 import * as invoiceQ from '../invoices/lifecycle-queries.js';
+import { getInvoiceRow, type InvoiceRow } from '../invoices/queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import { confirmPayment, openSession, providerFor } from './providers/registry.js';
 import type { CustomerAction, PaymentResult } from './providers/provider.js';
@@ -267,14 +268,25 @@ async function recordPayment(tx: Queryable, s: q.CheckoutRow, claim: string, res
 }
 
 /**
- * pending → expired once past expires_at: its invoice is cancelled (reason `checkout_expired`) and
- * `checkout.expired` emitted. False when the session is not due or no longer pending.
+ * A session POST /checkout made owns its invoice: the invoice exists for it and ends with it. Any
+ * other session was opened from the invoice's hosted page (decisions §11), leads back there, and
+ * leaves the invoice as it is when it expires.
+ */
+export function ownsInvoice(invoice: Pick<InvoiceRow, 'source'>): boolean {
+  return invoice.source === 'checkout';
+}
+
+/**
+ * pending → expired once past expires_at, and `checkout.expired` emitted; the invoice the session
+ * owns is cancelled (reason `checkout_expired`). False when the session is not due or no longer
+ * pending.
  */
 export async function expireCheckout(db: Queryable, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
   const s = await q.markExpired(db, id, now);
   if (!s) return false;
+  const invoice = await getInvoiceRow(db, s.merchant_id, s.invoice_id);
   // An invoice the merchant cancelled already stays as it is.
-  const cancelled = await invoiceQ.markCancelled(db, s.merchant_id, s.invoice_id, 'checkout_expired', now);
+  const cancelled = invoice && ownsInvoice(invoice) ? await invoiceQ.markCancelled(db, s.merchant_id, s.invoice_id, 'checkout_expired', now) : null;
   if (cancelled) {
     await emitEvent(db, deps.boss, s.merchant_id, 'invoice.cancelled', { object: await getInvoice(db, s.merchant_id, s.invoice_id, deps.urls) });
   }

@@ -1605,7 +1605,7 @@ export interface components {
             expires_at: string;
             external_reference: string | null;
             completed_at: string | null;
-            /** @description The invoice created and sent for this session */
+            /** @description The invoice this session pays: the one POST /checkout created and sent, or the invoice whose hosted page opened the session (its Pay button) */
             invoice_id: string;
         };
         /** @description Your account has no payment provider; checkout is unavailable */

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Handlebars from 'handlebars';
 import type { AppContext } from '../context.js';
@@ -10,29 +9,39 @@ import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
 import { getInvoiceRow } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import { formatMoney } from '../format.js';
-import { checkoutUrl, effectiveStatus, submitPayment } from '../checkout/service.js';
+import { Decimal } from '../money.js';
+import { checkoutUrl, effectiveStatus, ownsInvoice, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
+import { formatMoment } from './deadline.js';
+import { csrfMatches, fromOurOrigin, registerFormParser } from './forms.js';
 import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
 
 /** What a checkout token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 
-// A form carries one short field; anything bigger is not from our page.
-const FORM_BODY_LIMIT = 4096;
-
 const labelKeys = [
-  'title', 'payTo', 'invoice', 'amount', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
-  'cancel', 'backToStore', 'backToPayment', 'questions', 'completedTitle', 'completedBody', 'expiredTitle', 'expiredBody',
-  'closedTitle', 'closedBody', 'notFoundTitle', 'notFoundBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle',
-  'sessionExpiredBody', 'errorTitle', 'errorBody',
+  'title', 'payTo', 'invoice', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
+  'backToPayment', 'questions', 'completedTitle', 'completedBody', 'expiredTitle', 'closedTitle', 'notFoundTitle',
+  'notFoundBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle', 'sessionExpiredBody', 'errorTitle', 'errorBody',
 ] as const;
 
 /** What the page shows instead of the Pay button: the session's end, or an invoice closed meanwhile. */
 type ClosedState = 'completed' | 'expired' | 'closed';
 
-type Labels = Record<(typeof labelKeys)[number], string> & { states: Record<ClosedState, string> };
+// The words that depend on where the customer came from and goes back to: the shop's site for a
+// session of POST /checkout, the invoice page for one opened there (decisions §11).
+const returnKeys = ['cancel', 'back', 'expiredBody', 'closedBody'] as const;
+type ReturnLabels = Record<(typeof returnKeys)[number], string>;
+
+type Labels = Record<(typeof labelKeys)[number], string> & {
+  /** The amount's caption: to pay while open, paid once completed, plain otherwise. */
+  amount: Record<ClosedState | 'open', string>;
+  states: Record<ClosedState, string>;
+  toStore: ReturnLabels;
+  toInvoice: ReturnLabels;
+};
 
 interface Assets {
   css: string;
@@ -50,7 +59,13 @@ function load(): Assets {
   if (assets) return assets;
   // The invoice page's look, with the few rules a payment page adds.
   const css = `${readPublic('style.css')}${readPublic('checkout.css')}`;
-  const labels = (file: string) => readLabels<Labels>(file, labelKeys, { states: ['completed', 'expired', 'closed'] });
+  const labels = (file: string) =>
+    readLabels<Labels>(file, labelKeys, {
+      amount: ['open', 'completed', 'expired', 'closed'],
+      states: ['completed', 'expired', 'closed'],
+      toStore: returnKeys,
+      toInvoice: returnKeys,
+    });
   assets = {
     css,
     styleHash: styleHash(css),
@@ -116,10 +131,6 @@ function redirect(reply: FastifyReply, to: string): FastifyReply {
   return reply.code(303).header('Location', new URL(to).href).send();
 }
 
-function formatDeadline(at: Date, locale: Locale, timeZone: string): string {
-  return new Intl.DateTimeFormat(locale === 'en' ? 'en-US' : 'es-CL', { dateStyle: 'long', timeStyle: 'short', timeZone }).format(at);
-}
-
 async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | null> {
   const [merchant, invoice] = await Promise.all([getMerchant(ctx.sql, s.merchant_id), getInvoiceRow(ctx.sql, s.merchant_id, s.invoice_id)]);
   if (!merchant || !invoice) return null;
@@ -131,6 +142,7 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
   const base = checkoutUrl(ctx.config.publicBaseUrl, s.token);
   const amount = formatMoney(s.amount, s.currency, s.locale);
   const closed = state === 'open' ? null : state;
+  const back = ownsInvoice(invoice) ? L.toStore : L.toInvoice;
   return a.page({
     lang: s.locale,
     css: a.css,
@@ -139,6 +151,9 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
     description: s.description,
     invoiceNumber: invoice.invoice_number,
     amount,
+    amountLabel: L.amount[state],
+    // An exempt invoice, or one at 0 %, has no tax to include.
+    taxIncluded: new Decimal(invoice.tax_total).gt(0),
     open: state === 'open',
     state,
     declined: s.payment_status === 'failed',
@@ -146,38 +161,14 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
     payAction: `${base}/pay`,
     declineAction: providerFor(s.provider).simulatesDecline ? `${base}/decline` : null,
     cancelHref: `${base}/cancel`,
-    expiresAt: formatDeadline(s.expires_at, s.locale, merchant.timezone),
+    cancelLabel: back.cancel,
+    expiresAt: formatMoment(s.expires_at, s.locale, merchant.timezone),
     stateLabel: closed ? L.states[closed] : '',
     stateTitle: closed ? L[`${closed}Title`] : '',
-    stateBody: closed ? L[`${closed}Body`] : '',
+    stateBody: closed === 'completed' ? L.completedBody : closed ? back[`${closed}Body`] : '',
     returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
+    returnLabel: back.back,
   });
-}
-
-function header(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/**
- * A form submission from our own page, not from another site: browsers that send Sec-Fetch-Site
- * must say same-origin; otherwise an Origin, when given, must be ours. Our pages' Referrer-Policy
- * (no-referrer) makes browsers send `Origin: null` with their own forms, so null passes here and
- * the session's CSRF token, which only our page knows, decides.
- */
-function fromOurOrigin(request: FastifyRequest, publicBaseUrl: string): boolean {
-  const site = header(request, 'sec-fetch-site');
-  if (site !== undefined) return site === 'same-origin';
-  const origin = header(request, 'origin');
-  return origin === undefined || origin === 'null' || origin === new URL(publicBaseUrl).origin;
-}
-
-function csrfMatches(body: unknown, expected: string): boolean {
-  const given = body && typeof body === 'object' ? (body as Record<string, unknown>).csrf_token : undefined;
-  if (typeof given !== 'string') return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**
@@ -206,9 +197,7 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
 
   app.register(
     async (pages) => {
-      pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_req, body, done) => {
-        done(null, Object.fromEntries(new URLSearchParams(String(body))));
-      });
+      registerFormParser(pages);
       pages.setErrorHandler((err, request, reply) => {
         const appErr = toAppError(err);
         if (appErr.status >= 500) request.log.error({ err }, 'checkout page failed');

@@ -5,11 +5,12 @@ export interface TokenInvoice {
   id: string;
   merchant_id: string;
   status: InvoiceStatus;
+  locale: 'es' | 'en';
 }
 
 /** The invoice behind a public token, drafts included (the caller hides them). */
 export async function invoiceByToken(db: Queryable, token: string): Promise<TokenInvoice | null> {
-  const rows = await db<TokenInvoice[]>`SELECT id, merchant_id, status FROM invoices WHERE public_token = ${token}`;
+  const rows = await db<TokenInvoice[]>`SELECT id, merchant_id, status, locale FROM invoices WHERE public_token = ${token}`;
   return rows[0] ?? null;
 }
 
@@ -22,7 +23,7 @@ export async function markViewed(db: Queryable, token: string, now: Date): Promi
   const rows = await db<TokenInvoice[]>`
     UPDATE invoices SET status = 'viewed', last_viewed_at = ${now}, updated_at = ${now}
      WHERE public_token = ${token} AND status = 'sent'
-    RETURNING id, merchant_id, status`;
+    RETURNING id, merchant_id, status, locale`;
   return rows[0] ?? null;
 }
 
@@ -31,6 +32,6 @@ export async function touchViewed(db: Queryable, token: string, now: Date): Prom
   const rows = await db<TokenInvoice[]>`
     UPDATE invoices SET last_viewed_at = ${now}
      WHERE public_token = ${token} AND status <> 'draft'
-    RETURNING id, merchant_id, status`;
+    RETURNING id, merchant_id, status, locale`;
   return rows[0] ?? null;
 }

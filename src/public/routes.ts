@@ -4,30 +4,22 @@ import type { AppContext } from '../context.js';
 import { clock } from '../clock.js';
 import { emitEvent } from '../events/emit.js';
 import { toAppError } from '../http/envelope.js';
-import { apiBase } from '../http/urls.js';
+import { apiBase, invoiceUrls, publicInvoiceUrl } from '../http/urls.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import type { Locale } from '../invoices/schemas.js';
 import { invoiceResource } from '../invoices/service.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
-import { Decimal } from '../money.js';
-import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
+import { checkoutUrl } from '../checkout/service.js';
+import { invoiceCheckout } from '../checkout/invoice-session.js';
 import { pdfHeaders } from '../pdf/routes.js';
 import { invoicePdf } from '../pdf/store.js';
-import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
+import { fromOurOrigin, invoicePayToken, invoicePayTokenMatches, registerFormParser } from './forms.js';
+import { invoiceView, labelKeys, type PublicLabels } from './invoice-view.js';
 import * as q from './queries.js';
 import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
 
 /** What a public token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
-
-const labelKeys = [
-  'invoice', 'draft', 'from', 'billTo', 'rut', 'issueDate', 'dueDate', 'status', 'reference', 'description', 'quantity',
-  'unitPrice', 'lineTotal', 'subtotal', 'tax', 'taxExempt', 'taxInclusive', 'total', 'amountPaid', 'balanceDue',
-  'exchangeRate', 'downloadPdf', 'questions', 'notFoundTitle', 'notFoundBody', 'errorTitle', 'errorBody',
-  'tooManyTitle', 'tooManyBody',
-] as const;
-
-type PublicLabels = Record<(typeof labelKeys)[number], string> & { statuses: Record<string, string> };
 
 interface Assets {
   css: string;
@@ -78,7 +70,9 @@ function browserLocale(request: FastifyRequest): Locale {
   return first.startsWith('en') ? 'en' : 'es';
 }
 
-function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, kind: 'notFound' | 'error' | 'tooMany'): FastifyReply {
+type MessageKind = 'notFound' | 'error' | 'tooMany' | 'forbidden' | 'payFailed';
+
+function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, kind: MessageKind, backHref: string | null = null): FastifyReply {
   const a = load();
   const L = a.labels[locale];
   const html = a.notFound({
@@ -86,6 +80,8 @@ function sendMessagePage(reply: FastifyReply, status: number, locale: Locale, ki
     css: a.css,
     title: L[`${kind}Title`],
     message: L[`${kind}Body`],
+    backHref,
+    backLabel: L.backToInvoice,
   });
   securityHeaders(reply, true);
   return reply.code(status).type('text/html; charset=utf-8').send(html);
@@ -97,44 +93,17 @@ export function sendTooManyPage(request: FastifyRequest, reply: FastifyReply, re
   return sendMessagePage(reply, 429, browserLocale(request), 'tooMany');
 }
 
-function invoicePage(invoice: InvoiceWithItems, merchant: MerchantRow, publicBase: string): string {
+function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: MerchantRow): string {
   const a = load();
+  const page = publicInvoiceUrl(ctx, invoice.public_token);
+  const payForm = { action: `${page}/pay`, csrfToken: invoicePayToken(ctx.secrets, invoice.public_token) };
   const locale: Locale = invoice.locale === 'en' ? 'en' : 'es';
-  const L = a.labels[locale];
-  const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
-  const balance = new Decimal(invoice.total).minus(invoice.amount_paid);
-  const open = invoice.status !== 'paid' && invoice.status !== 'cancelled';
-  return a.invoice({
-    lang: locale,
-    css: a.css,
-    labels: L,
-    merchant: { name: merchant.name, email: merchant.email },
-    number: invoice.invoice_number ?? '',
-    status: invoice.status,
-    statusLabel: L.statuses[invoice.status] ?? invoice.status,
-    client: { name: invoice.client_name, email: invoice.client_email, rut: invoice.client_rut },
-    issueDate: formatDate(invoice.issue_date, locale),
-    dueDate: formatDate(invoice.due_date, locale),
-    reference: invoice.external_reference,
-    exchangeRate:
-      invoice.exchange_rate !== null && invoice.base_currency
-        ? `1 ${invoice.currency} = ${formatRateNumber(invoice.exchange_rate, locale)} ${invoice.base_currency}`
-        : null,
-    items: invoice.items.map((it) => ({
-      description: it.description,
-      quantity: formatQuantityFor(it.quantity, locale),
-      unitPrice: formatPrice(it.unit_price, invoice.currency, locale),
-      lineTotal: money(it.line_total),
-    })),
-    subtotal: money(invoice.subtotal),
-    taxLabel: invoice.is_tax_exempt ? L.taxExempt : `${L.tax} (${formatPercent(invoice.tax_rate, locale)})`,
-    taxTotal: money(invoice.tax_total),
-    taxInclusive: invoice.tax_inclusive && !invoice.is_tax_exempt,
-    total: money(invoice.total),
-    amountPaid: money(invoice.amount_paid),
-    balanceDue: open && balance.gt(0) ? money(balance.toFixed()) : null,
-    pdfUrl: `${publicBase}/i/${invoice.public_token}/pdf`,
-  });
+  return a.invoice({ css: a.css, ...invoiceView(invoice, merchant, a.labels[locale], `${page}/pdf`, payForm) });
+}
+
+function redirect(reply: FastifyReply, to: string): FastifyReply {
+  securityHeaders(reply, false);
+  return reply.code(303).header('Location', to).send();
 }
 
 /**
@@ -170,11 +139,19 @@ async function peekInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
  * never the API's JSON envelope, even for a 404 or a failure.
  */
 export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void {
+  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss, ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS };
+
   app.register(
     async (pages) => {
+      registerFormParser(pages);
       pages.setErrorHandler((err, request, reply) => {
         const appErr = toAppError(err);
         if (appErr.status >= 500) request.log.error({ err }, 'public page failed');
+        const token = (request.params as { token?: string } | undefined)?.token;
+        // The Pay button's failures (a gateway down or refusing) lead back to the invoice, to try again.
+        if (request.method === 'POST' && token && TOKEN.test(token)) {
+          return sendMessagePage(reply, appErr.status, browserLocale(request), 'payFailed', publicInvoiceUrl(ctx, token));
+        }
         const status = appErr.status >= 500 ? appErr.status : 404;
         return sendMessagePage(reply, status, browserLocale(request), status === 404 ? 'notFound' : 'error');
       });
@@ -186,7 +163,21 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         const found = request.method === 'HEAD' ? await peekInvoice(ctx, token) : await viewInvoice(ctx, token);
         if (!found) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
         securityHeaders(reply, true);
-        return reply.code(200).type('text/html; charset=utf-8').send(invoicePage(found.invoice, found.merchant, ctx.config.publicBaseUrl));
+        return reply.code(200).type('text/html; charset=utf-8').send(invoicePage(ctx, found.invoice, found.merchant));
+      });
+
+      // Decisions §11: Pay opens (or reuses) the invoice's checkout session and sends the customer
+      // there; an invoice that cannot be paid now sends them back to its page, which says why.
+      pages.post<{ Params: { token: string } }>('/:token/pay', async (request, reply) => {
+        const { token } = request.params;
+        const target = TOKEN.test(token) ? await q.invoiceByToken(ctx.sql, token) : null;
+        if (!target || target.status === 'draft') return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        const page = publicInvoiceUrl(ctx, token);
+        if (!fromOurOrigin(request, ctx.config.publicBaseUrl) || !invoicePayTokenMatches(ctx.secrets, request.body, token)) {
+          return sendMessagePage(reply, 403, target.locale, 'forbidden', page);
+        }
+        const outcome = await invoiceCheckout(ctx.sql, target.merchant_id, target.id, deps);
+        return redirect(reply, outcome.kind === 'session' ? checkoutUrl(ctx.config.publicBaseUrl, outcome.session.token) : page);
       });
 
       pages.get<{ Params: { token: string } }>('/:token/pdf', async (request, reply) => {
