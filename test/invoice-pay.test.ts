@@ -13,27 +13,11 @@ import { ProviderError } from '../src/checkout/providers/provider.js';
 import { expireCheckouts } from '../jobs/checkout-expire.js';
 import { createMailer } from '../src/email/transport.js';
 import type { WorkerDeps } from '../jobs/worker.js';
+import type { CheckoutRow } from '../src/checkout/queries.js';
 
-interface SessionRow {
-  id: string;
-  token: string;
-  status: string;
-  payment_status: string;
-  amount: string;
-  currency: string;
-  description: string;
-  customer_name: string;
-  customer_email: string;
-  success_url: string;
-  cancel_url: string;
-  external_reference: string | null;
-  locale: string;
-  provider: string;
-  expires_at: Date;
-}
 
-async function sessionsOf(h: TestApp, invoiceId: string): Promise<SessionRow[]> {
-  return h.sql<SessionRow[]>`SELECT * FROM checkout_sessions WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
+async function sessionsOf(h: TestApp, invoiceId: string): Promise<CheckoutRow[]> {
+  return h.sql<CheckoutRow[]>`SELECT * FROM checkout_sessions WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
 }
 
 async function eventTypes(h: TestApp, merchantId: string): Promise<string[]> {
