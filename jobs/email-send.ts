@@ -3,15 +3,15 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import { clock } from '../src/clock.js';
 import type { Tx } from '../src/db/client.js';
 import { claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from '../src/email/queries.js';
-import { keepClaim, type ClaimKeeper } from '../src/jobs/claim-keeper.js';
+import { keepClaim, type ClaimKeeper } from '../src/queue/claim-keeper.js';
 import { disabledReason, renderEmail, type EmailKind } from '../src/email/render.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
 import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
-import { legalProfile } from '../src/merchants/service.js';
+import { legalProfile } from '../src/merchants/legal-profile.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
-import { queues } from '../src/jobs/boss.js';
+import { queues } from '../src/queue/boss.js';
 import { addressDomain, redactedMessage } from '../src/logger.js';
 import type { WorkerDeps } from './worker.js';
 
@@ -125,7 +125,7 @@ const RECORD_RETRY_MS = 500;
 // How long a run's claim on its row holds unless renewed. A live run renews it every
 // CLAIM_RENEW_MS for as long as it talks SMTP (src/email/transport.ts's timeouts add up to 40 s);
 // a worker that died stops renewing, so its claim has run out by the time pg-boss's heartbeat
-// check (src/jobs/boss.ts) hands the job to another run, and the row can be taken again.
+// check (src/queue/boss.ts) hands the job to another run, and the row can be taken again.
 const CLAIM_SECONDS = 10;
 const CLAIM_RENEW_MS = 3_000;
 if (CLAIM_SECONDS >= queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) {

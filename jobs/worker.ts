@@ -4,7 +4,7 @@ import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
 import type { Sql } from '../src/db/client.js';
-import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues } from '../src/jobs/boss.js';
+import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues } from '../src/queue/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/shutdown.js';
 import { deliverEmail } from './email-send.js';

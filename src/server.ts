@@ -6,7 +6,7 @@ import { openDatabase, type Database } from './db/open.js';
 import { buildApp } from './app.js';
 import { ApiKeyStore } from './http/auth.js';
 import type { AppContext } from './context.js';
-import { createBoss } from './jobs/boss.js';
+import { createBoss } from './queue/boss.js';
 import { loadSecretBox } from './webhooks/secrets.js';
 import { createLogger } from './logger.js';
 import { onShutdown } from './shutdown.js';

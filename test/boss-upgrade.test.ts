@@ -14,7 +14,7 @@ import type { PgBoss as PgBossType } from 'pg-boss';
 import { createSql, type Sql } from '../src/db/client.js';
 import { migrate, migrationFiles } from '../src/db/migrate.js';
 import { projectRoot, sqlDir } from '../src/paths.js';
-import { executor, queues } from '../src/jobs/boss.js';
+import { executor, queues } from '../src/queue/boss.js';
 import { loadConfig } from '../src/config.js';
 import * as merchants from '../src/merchants/service.js';
 import { createInvoice } from '../src/invoices/service.js';

@@ -1,9 +1,9 @@
-// pg-boss runs on postgres.js through src/jobs/boss.ts's executor: the paths it takes beyond a
+// pg-boss runs on postgres.js through src/queue/boss.ts's executor: the paths it takes beyond a
 // single send — the batch insert that cron schedules use, and maintenance's BEGIN … COMMIT
 // scripts — must work on the pool, or schedules never fire and dead workers' jobs never return.
 import t from 'tap';
 import { testApp } from './helpers/app.js';
-import { executor, queues } from '../src/jobs/boss.js';
+import { executor, queues } from '../src/queue/boss.js';
 
 t.test('a batch insert (what a cron schedule does when due) creates its jobs', async (t) => {
   const h = await testApp(t);

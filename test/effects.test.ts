@@ -1,4 +1,4 @@
-// The effect queues under pg-boss 12 (jobs/worker.ts, src/jobs/boss.ts): a committed job wakes the
+// The effect queues under pg-boss 12 (jobs/worker.ts, src/queue/boss.ts): a committed job wakes the
 // worker through LISTEN/NOTIFY rather than its next poll; one hanging webhook receiver holds at most
 // its endpoint's share of the worker (the per-group cap), and neither it nor one merchant's burst
 // keeps another merchant's e-mail or webhook waiting behind it; a worker killed mid-send loses its

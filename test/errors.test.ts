@@ -8,7 +8,7 @@ import { API_PREFIX } from '../src/http/urls.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/app.js';
 import { ApiKeyStore } from '../src/http/auth.js';
-import { createBoss } from '../src/jobs/boss.js';
+import { createBoss } from '../src/queue/boss.js';
 import type { AppContext } from '../src/context.js';
 import { loadSecretBox } from '../src/webhooks/secrets.js';
 

@@ -7,7 +7,7 @@ import { testApp, type TestApp } from './helpers/app.js';
 import { invoiceBody } from './helpers/fixtures.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import { clock } from '../src/clock.js';
-import { queues } from '../src/jobs/boss.js';
+import { queues } from '../src/queue/boss.js';
 import { createMailer } from '../src/email/transport.js';
 import { EmailInFlightError } from '../src/email/queries.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId, randomToken } from '../ids.js';
-import { enqueue, queues } from '../jobs/boss.js';
+import { enqueue, queues } from '../queue/boss.js';
 import { getMerchant } from '../merchants/queries.js';
 import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';

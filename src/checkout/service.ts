@@ -7,7 +7,7 @@ import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { emitEvent } from '../events/emit.js';
 import { queueEmail } from '../email/outbox.js';
-import { enqueue, queues } from '../jobs/boss.js';
+import { enqueue, queues } from '../queue/boss.js';
 import { getMerchant } from '../merchants/queries.js';
 import { Decimal, decimalPlaces, formatAmount, isCurrency, precision } from '../money.js';
 import { createInvoice, getInvoice, prepareRates, sendInvoice, type InvoiceDeps } from '../invoices/service.js';

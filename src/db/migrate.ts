@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sql } from './client.js';
 import { sqlDir as SQL_DIR } from '../paths.js';
-import { migrateQueues } from '../jobs/boss.js';
+import { migrateQueues } from '../queue/boss.js';
 
 // Any constant works; it only has to be the same for every process that migrates.
 const MIGRATION_LOCK = 727_001;

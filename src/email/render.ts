@@ -3,7 +3,7 @@ import path from 'node:path';
 import Handlebars from 'handlebars';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
-import type { LegalProfile } from '../merchants/service.js';
+import type { LegalProfile } from '../merchants/legal-profile.js';
 
 export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled';
 export type DisabledReason = 'consecutive_failures' | 'gone';

@@ -2,7 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { enqueue, queues } from '../jobs/boss.js';
+import { enqueue, queues } from '../queue/boss.js';
 import { isPipelined } from '../db/transaction.js';
 
 export const eventTypes = {

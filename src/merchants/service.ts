@@ -8,7 +8,7 @@ import { iso } from '../http/schemas.js';
 import { hashApiKey } from '../http/auth.js';
 import { scopes } from '../http/scopes.js';
 import { currencies } from '../money.js';
-import { formatRut, looksLikeRut, normaliseTaxId } from '../clients/rut.js';
+import { looksLikeRut, normaliseTaxId } from '../clients/rut.js';
 import { parseOrThrow } from '../http/validation.js';
 import * as q from './queries.js';
 
@@ -71,12 +71,6 @@ export const taxProfileInput = z.strictObject({
 /** Free text the hosted invoice page shows when the merchant cannot take payments online (decisions §11). */
 export const paymentInstructionsInput = z.string().trim().min(1).max(2000).nullable();
 
-/** The profile as the documents print it, RUT with its dots; null while the merchant has none. */
-export function legalProfile(m: Pick<q.MerchantRow, 'rut' | 'razon_social' | 'giro' | 'direccion' | 'comuna' | 'ciudad'>) {
-  if (m.rut === null || m.razon_social === null || m.giro === null || m.direccion === null || m.comuna === null || m.ciudad === null) return null;
-  return { razon_social: m.razon_social, rut: formatRut(m.rut), giro: m.giro, direccion: m.direccion, comuna: m.comuna, ciudad: m.ciudad };
-}
-export type LegalProfile = NonNullable<ReturnType<typeof legalProfile>>;
 
 function taxProfileView(m: q.MerchantRow) {
   if (m.rut === null) return null;

@@ -3,7 +3,7 @@ import { formatRut } from '../clients/rut.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { MerchantRow } from '../merchants/queries.js';
-import { legalProfile } from '../merchants/service.js';
+import { legalProfile } from '../merchants/legal-profile.js';
 import { pdfFonts, type FontStyle } from './fonts.js';
 import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfLabels } from './text.js';
 

@@ -4,7 +4,7 @@ import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { Locale } from '../invoices/schemas.js';
 import type { MerchantRow } from '../merchants/queries.js';
-import { legalProfile } from '../merchants/service.js';
+import { legalProfile } from '../merchants/legal-profile.js';
 import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
 import { formatMoment } from './deadline.js';
 

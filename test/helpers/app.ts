@@ -8,7 +8,7 @@ import type { Sql } from '../../src/db/client.js';
 import * as merchants from '../../src/merchants/service.js';
 import type { Scope } from '../../src/http/scopes.js';
 import { createTestDatabase } from './db.js';
-import { createBoss } from '../../src/jobs/boss.js';
+import { createBoss } from '../../src/queue/boss.js';
 import { loadSecretBox } from '../../src/webhooks/secrets.js';
 import { startWorker, type Worker } from '../../jobs/worker.js';
 

@@ -28,7 +28,7 @@ async function templateName(): Promise<string> {
   const hash = createHash('sha256');
   for (const f of await migrationFiles()) hash.update(f).update(await readFile(path.resolve('sql', f)));
   // The queues' options are part of the schema too.
-  hash.update(await readFile(path.resolve('src/jobs/boss.ts')));
+  hash.update(await readFile(path.resolve('src/queue/boss.ts')));
   return `invoicing_tpl_${hash.digest('hex').slice(0, 12)}`;
 }
 
