@@ -796,6 +796,7 @@ async function main(): Promise<number> {
     const app = (scenario: string, figure: string) => rows.find((r) => r.scenario.startsWith(scenario) && r.figure.startsWith(figure))?.app ?? '–';
     await recordRun(EFFECTS_SECTION, {
       run: report,
+      loadBefore: machine.loadBefore,
       figures: [
         app('1b', 'webhooks/s'),
         app('1b', 'e-mails/s'),
@@ -838,7 +839,6 @@ async function runFloor(run: FloorRun): Promise<Extract<FloorReply, { type: 'don
 
 // ---------------------------------------------------------------------------------------------
 // bench/RESULTS.md
-
 
 const INTRO = `## Effects: webhooks and e-mails (npm run bench:effects)
 

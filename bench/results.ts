@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -23,6 +22,8 @@ export interface RunRecord {
   run: string;
   /** One cell for each of the section's history columns. */
   figures: string[];
+  /** The machine's load average before the run, as report.ts's loadAverage() wrote it (`1 / 5 / 15 min`). */
+  loadBefore: string;
   /**
    * EXPLAIN output the run captured: kept with the date it was recorded, and replaced only when
    * the plans' shape changes (costs, timings, buffer counts and ids aside).
@@ -109,7 +110,7 @@ export async function recordRun(section: Section, record: RunRecord, now = new D
   }
   const old = parseSection(sections.get(section.id) ?? '');
   const columns = ['Run', 'Code', 'Load', ...section.history];
-  const newRow = new Map(columns.map((c, i) => [c, [now.toISOString().slice(0, 16).replace('T', ' '), commitMeasured(), loadavg()[0]!.toFixed(2), ...record.figures][i] ?? '–']));
+  const newRow = new Map(columns.map((c, i) => [c, [now.toISOString().slice(0, 16).replace('T', ' '), commitMeasured(), record.loadBefore.split(' / ')[0]!, ...record.figures][i] ?? '–']));
   const rows = [newRow, ...old.rows].slice(0, HISTORY_ROWS);
 
   let plans = old.plans;

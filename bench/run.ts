@@ -186,7 +186,7 @@ async function main(): Promise<number> {
   for (const n of notes) process.stdout.write(`- ${n}\n`);
   const [getRatio, postRatio] = ratios as [Ratio, Ratio];
   const ofFloor = (r: Ratio) => (r.floor > 0 ? (r.api / r.floor).toFixed(3) : '–');
-  await recordRun(RATIO_SECTION, { run: report, figures: [ofFloor(getRatio), ofFloor(postRatio), getRatio.ratio.toFixed(3), postRatio.ratio.toFixed(3)] });
+  await recordRun(RATIO_SECTION, { run: report, loadBefore: machine.loadBefore, figures: [ofFloor(getRatio), ofFloor(postRatio), getRatio.ratio.toFixed(3), postRatio.ratio.toFixed(3)] });
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}; total ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return STRICT && ratios.some((r) => !r.pass) ? 1 : 0;
 }

@@ -144,6 +144,7 @@ async function main(): Promise<number> {
   const pct = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(1)} %`;
   await recordRun(SOAK_SECTION, {
     run: section,
+    loadBefore: machine.loadBefore,
     figures: [String(SECONDS), pct(g.web.pct), pct(g.worker.pct), String(r.unexpectedCount), `${e.missing} / ${w.missing}`, pass ? 'PASS' : '**FAIL**'],
   });
   log(`wrote ${path.relative(ROOT, RESULTS_FILE)}: ${pass ? 'PASS' : 'FAIL'}`);

@@ -335,6 +335,7 @@ async function main(): Promise<number> {
   const p99 = (name: string) => fmt(rows.find((r) => r.s.name.startsWith(name))?.m.p99 ?? NaN, 1);
   await recordRun(VOLUME_SECTION, {
     run: section,
+    loadBefore: machine.loadBefore,
     figures: [p99('GET /invoices (first'), p99('GET /invoices?offset'), p99('GET /invoices/{id}'), fmt(bulk.p50, 1), plans.some((p) => p.seqScan) ? '**yes**' : 'no'],
     plans: planText,
   });

@@ -1,5 +1,4 @@
 import { fileURLToPath } from 'node:url';
-import { assertPatchedPostgres } from '../src/db/driver-check.js';
 import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
@@ -125,7 +124,7 @@ async function workScheduled<T extends object>(boss: PgBoss, log: Log, queue: st
 }
 
 export interface WorkerOptions {
-  /** npm start may hand over the web's logger; otherwise the worker makes its own from config. */
+  /** The caller's logger (the worker's entry point logs its ready line on it); otherwise one made from config. */
   logger?: Log;
   /** The effect queues' polling backstop behind NOTIFY (tests lengthen it to prove the wake-up). */
   pollingSeconds?: number;
@@ -168,7 +167,6 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
 }
 
 async function main(): Promise<void> {
-  assertPatchedPostgres();
   const config = loadConfig();
   const log = createLogger(config);
   const db = await openDatabase(config, 'invoicing-worker');

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
-import { assertPatchedPostgres } from './db/driver-check.js';
 import { openDatabase, type Database } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { AppError } from './errors.js';
@@ -135,8 +134,9 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
   }
 }
 
+
+// Async, so a configuration error is a rejection the caller prints as one line, like a database that cannot start.
 async function openCliDatabase(): Promise<Database> {
-  assertPatchedPostgres();
   return openDatabase(loadConfig(), 'invoicing-cli');
 }
 

@@ -6,6 +6,9 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** libpq's sslmode values, weakest first (src/db/tls.ts reads them from DATABASE_URL too). */
+export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
+
 // The only reader of process.env (besides libpq's PG* variables, which createSql applies to every
 // connection): everything else receives a Config.
 export const configSchema = z.object({
@@ -18,7 +21,7 @@ export const configSchema = z.object({
   DATA_DIR: z.string().default('./.data'),
   EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   // Checked here with the rest at start-up; src/db/tls.ts applies them (libpq's names and values).
-  PGSSLMODE: z.enum(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']).optional(),
+  PGSSLMODE: z.enum(SSL_MODES).optional(),
   PGSSLROOTCERT: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Decisions §9: the number of proxies in front of the web process (`true` is Heroku's one

@@ -7,21 +7,19 @@ import { invoiceStatuses } from './invoices/schemas.js';
 // must build exactly this shape (test/openapi-errors.test.ts checks the answers against them).
 const noDetails = z.null().meta({ description: 'Always null: this code carries no details' });
 
+const fieldError = z
+  .object({
+    path: z.string().meta({
+      description:
+        'The field in dot and bracket form (`items[0].unit_price`, `client.email`), a missing one too; `body`, `query`, `path`, `request` or a header name (`Idempotency-Key`) when the fault is not one field',
+      example: 'items[0].unit_price',
+    }),
+    message: z.string().meta({ example: 'must be a number' }),
+  })
+  .meta({ id: 'FieldError' });
+
 const fieldErrors = z.object({
-  errors: z
-    .array(
-      z
-        .object({
-          path: z.string().meta({
-            description:
-              'The field in dot and bracket form (`items[0].unit_price`, `client.email`), a missing one too; `body`, `query`, `path`, `request` or a header name (`Idempotency-Key`) when the fault is not one field',
-            example: 'items[0].unit_price',
-          }),
-          message: z.string().meta({ example: 'must be a number' }),
-        })
-        .meta({ id: 'FieldError' }),
-    )
-    .meta({ description: 'Every bad field, each `{ path, message }`' }),
+  errors: z.array(fieldError).meta({ description: 'Every bad field, each `{ path, message }`' }),
 });
 
 const providerDetails = z.object({ provider: z.string().meta({ description: "The account's payment provider", example: 'sandbox' }) });
@@ -101,10 +99,8 @@ export const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
+/** One entry of a validation error's `details.errors`. */
+export type FieldError = z.output<typeof fieldError>;
 
 export class AppError extends Error {
   readonly code: ErrorCode;

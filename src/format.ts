@@ -28,3 +28,39 @@ export function formatDate(isoDate: string, locale: Locale): string {
 export function formatQuantityFor(quantity: string, locale: Locale): string {
   return new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 4 }).format(quantity as never);
 }
+
+interface MomentFormats {
+  date: Intl.DateTimeFormat;
+  time: Intl.DateTimeFormat;
+  zone: Intl.DateTimeFormat;
+}
+
+// Building an Intl formatter costs far more than using one (as in clock.ts): kept per locale and zone.
+const formats = new Map<string, MomentFormats>();
+
+function formatsFor(locale: Locale, timeZone: string): MomentFormats {
+  const key = `${locale} ${timeZone}`;
+  let f = formats.get(key);
+  if (!f) {
+    const lang = intlLocale[locale];
+    f = {
+      date: new Intl.DateTimeFormat(lang, { dateStyle: 'long', timeZone }),
+      // Chile writes times on a 24-hour clock.
+      time: new Intl.DateTimeFormat(lang, { timeStyle: 'short', timeZone, ...(locale === 'es' ? { hourCycle: 'h23' as const } : {}) }),
+      zone: new Intl.DateTimeFormat(lang, { timeZone, timeZoneName: 'longGeneric' }),
+    };
+    formats.set(key, f);
+  }
+  return f;
+}
+
+/**
+ * A moment as a customer reads it, with the zone it is told in, which may not be the customer's:
+ * es `25 de noviembre de 2026, 14:30 (hora de Chile)`, en `November 25, 2026, 2:30 PM (Chile Time)`.
+ * The zone's generic name does not change with daylight saving; zones with none print their offset.
+ */
+export function formatMoment(at: Date, locale: Locale, timeZone: string): string {
+  const f = formatsFor(locale, timeZone);
+  const zone = f.zone.formatToParts(at).find((p) => p.type === 'timeZoneName')?.value ?? timeZone;
+  return `${f.date.format(at)}, ${f.time.format(at)} (${zone})`;
+}

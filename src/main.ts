@@ -1,5 +1,4 @@
 import { loadConfig } from './config.js';
-import { assertPatchedPostgres } from './db/driver-check.js';
 import { openDatabase } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { closeContext, createContext, startWeb } from './server.js';
@@ -8,7 +7,6 @@ import { startWorker } from '../jobs/worker.js';
 
 /** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web and worker. */
 async function main(): Promise<void> {
-  assertPatchedPostgres();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing');
   await migrate(db.sql);

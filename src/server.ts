@@ -1,5 +1,4 @@
 import { fileURLToPath } from 'node:url';
-import { assertPatchedPostgres } from './db/driver-check.js';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from './config.js';
 import { openDatabase, type Database } from './db/open.js';
@@ -33,7 +32,6 @@ export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {
 }
 
 async function main(): Promise<void> {
-  assertPatchedPostgres();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing-web');
   const ctx = await createContext(config, db);

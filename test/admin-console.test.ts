@@ -3,10 +3,9 @@
 // delivered), re-enable an endpoint and replay its failures, and show that markup in a merchant
 // name, a receiver's answer or a delivery error stays text.
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
-import type { Page } from 'playwright-core';
+import { openConsole, text } from './helpers/admin-console.js';
 import { testApp } from './helpers/app.js';
-import { browserProblem, launchBrowser } from './helpers/browser.js';
+import { browserProblem } from './helpers/browser.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';
 
@@ -14,10 +13,6 @@ const TOKEN = 'adm_console_0123456789abcdefghijklmnopqrstuvwxyz';
 const EVIL_NAME = '<img src=x onerror=window.__pwned=1>';
 const EVIL_BODY = '<img src=x onerror=window.__pwned=2><script>window.__pwned=3</script>';
 const EVIL_ERROR = '<img src=x onerror=window.__pwned=4>';
-
-async function text(page: Page, selector: string): Promise<string> {
-  return (await page.locator(selector).textContent()) ?? '';
-}
 
 const problem = browserProblem();
 if (problem) {
@@ -52,20 +47,7 @@ if (problem) {
     // A receiver's answer is one way markup reaches the console; a stored error is another.
     await h.sql`UPDATE webhook_deliveries SET last_error = ${EVIL_ERROR} WHERE id = ${failed!.id}`;
 
-    await h.app.listen({ host: '127.0.0.1', port: 0 });
-    const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-
-    const browser = await launchBrowser();
-    t.teardown(() => browser.dispose());
-    const page = await browser.newPage();
-    const pageErrors: string[] = [];
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('dialog', (d) => {
-      pageErrors.push(`dialog: ${d.message()}`);
-      void d.dismiss();
-    });
-
-    await page.goto(`${base}/admin`);
+    const { page, pageErrors } = await openConsole(t, h);
 
     t.test('a wrong token is refused; the right one opens the console', async (t) => {
       await page.locator('#login').waitFor({ state: 'visible' });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { testApp, type ApiResponse } from './helpers/app.js';
-import { assertError, inject } from './helpers/assertions.js';
+import { inject, testApp, type ApiResponse } from './helpers/app.js';
+import { assertError } from './helpers/assertions.js';
 import { apiRoutes } from '../src/routes.js';
 import { scopes, type Scope } from '../src/http/scopes.js';
 import { API_PREFIX } from '../src/http/urls.js';

@@ -1,16 +1,12 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import t from 'tap';
 import { testApp } from './helpers/app.js';
+import { runCli } from './helpers/cli.js';
 
-const run = promisify(execFile);
-
-/** The CLI as support staff run it, against this test's database. */
+/** What a command that succeeds prints; one that fails rejects. */
 async function cli(dbUrl: string, ...args: string[]): Promise<any> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
-    env: { ...process.env, DATABASE_URL: dbUrl, LOG_LEVEL: 'silent' },
-  });
-  return JSON.parse(stdout);
+  const { code, out } = await runCli(dbUrl, ...args);
+  if (code !== 0) throw new Error(`cli ${args.join(' ')} exited with ${code}: ${JSON.stringify(out)}`);
+  return out;
 }
 
 t.test('merchants and keys through the CLI; the key works once and only its hash is stored', async (t) => {
@@ -42,9 +38,7 @@ t.test('merchants and keys through the CLI; the key works once and only its hash
 t.test('the CLI refuses bad input with a JSON error and a non-zero exit', async (t) => {
   const h = await testApp(t);
   await t.rejects(cli(h.dbUrl, 'keys', 'create', '--merchant', 'not-a-uuid', '--scopes', '*'));
-  const err = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'keys', 'create', '--merchant', '01a206ed-7a6d-73e1-a5e5-cb81cf0e70a0', '--scopes', 'everything'], {
-    env: { ...process.env, DATABASE_URL: h.dbUrl },
-  }).catch((e: { code: number; stderr: string }) => e);
-  t.equal((err as { code: number }).code, 1);
-  t.match(JSON.parse((err as { stderr: string }).stderr), { error: { code: 'validation_error' } });
+  const err = await runCli(h.dbUrl, 'keys', 'create', '--merchant', '01a206ed-7a6d-73e1-a5e5-cb81cf0e70a0', '--scopes', 'everything');
+  t.equal(err.code, 1);
+  t.match(err.out, { error: { code: 'validation_error' } });
 });

@@ -2,7 +2,7 @@
 // runs as the postgres user, which cannot enter a 0700 folder such as /root: a clone there must
 // work all the same, with no password file left in /tmp, and a start that fails says so in a line.
 import { execFile } from 'node:child_process';
-import { access, chmod, mkdtemp, readFile, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,22 +10,22 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { createSql } from '../src/db/client.js';
 import { freePort, startEmbedded, type EmbeddedDb } from '../src/db/embedded.js';
+import { exists } from '../src/db/embedded/fs-util.js';
 
 const run = promisify(execFile);
 const skip = process.getuid?.() === 0 ? false : 'as root only: the server then runs as the postgres user, whose reach is what is tested';
 
-const exists = (p: string) => access(p).then(() => true, () => false);
 const passwordFiles = async () => (await readdir(os.tmpdir())).filter((f) => f.startsWith('pg-password-')).sort();
 
 type Tap = { teardown(fn: () => unknown): void };
 
 /**
- * A folder like /root (0700, root's), holding the DATA_DIR `data`. When the test ends its servers
- * are stopped and the folder is removed, with the cluster recorded outside it if there is one.
+ * A folder of `mode` in `parent`, holding the DATA_DIR `data`. When the test ends its servers are
+ * stopped and the folder is removed, with the cluster recorded outside it if there is one.
  */
-async function privateDataDir(t: Tap, servers: EmbeddedDb[]): Promise<{ base: string; dataDir: string }> {
-  const base = await mkdtemp(path.join(os.homedir(), 'invoicing-embedded-'));
-  await chmod(base, 0o700);
+async function dataDirIn(t: Tap, servers: EmbeddedDb[], parent: string, mode: number): Promise<{ base: string; dataDir: string }> {
+  const base = await mkdtemp(path.join(parent, 'invoicing-embedded-'));
+  await chmod(base, mode);
   const dataDir = path.join(base, 'data');
   t.teardown(async () => {
     for (const s of servers) await s.stop();
@@ -37,6 +37,28 @@ async function privateDataDir(t: Tap, servers: EmbeddedDb[]): Promise<{ base: st
     await rm(base, { recursive: true, force: true });
   });
   return { base, dataDir };
+}
+
+/** A folder like /root (0700, root's), holding the DATA_DIR `data`. */
+const privateDataDir = (t: Tap, servers: EmbeddedDb[]) => dataDirIn(t, servers, os.homedir(), 0o700);
+
+/**
+ * Writes `value` through the server `first`, stops it and starts the server of `dataDir` again:
+ * resolves to that second server and what it holds.
+ */
+async function restart(first: EmbeddedDb, dataDir: string, servers: EmbeddedDb[], value: string) {
+  let sql = createSql(first.url, { max: 1 });
+  await sql`CREATE TABLE kept (v text)`;
+  await sql`INSERT INTO kept VALUES (${value})`;
+  await sql.end();
+  await first.stop();
+
+  const second = await startEmbedded(dataDir);
+  servers.push(second);
+  sql = createSql(second.url, { max: 1 });
+  const rows = await sql`SELECT v FROM kept`;
+  await sql.end();
+  return { second, rows };
 }
 
 /** An entry point with no DATABASE_URL (the embedded server of DATA_DIR); killed after a minute, so an `npm start` that does start cannot hang the test. */
@@ -59,18 +81,10 @@ t.test('as root, a DATA_DIR in a 0700 folder: the cluster lives outside it, answ
   t.notOk(pgDir.startsWith(`${base}/`), `the cluster (${pgDir}) is where the postgres user can reach it`);
   t.ok(await exists(path.join(pgDir, 'PG_VERSION')), 'and it is initialised there');
   t.equal((await stat(base)).mode & 0o777, 0o700, 'the folder above DATA_DIR is left as it was');
-  let sql = createSql(first.url, { max: 1 });
-  await sql`CREATE TABLE kept (v text)`;
-  await sql`INSERT INTO kept VALUES ('across restarts')`;
-  await sql.end();
-  await first.stop();
 
-  const second = await startEmbedded(dataDir);
-  servers.push(second);
+  const { second, rows } = await restart(first, dataDir, servers, 'across restarts');
   t.equal(second.url, first.url, 'the recorded port again');
-  sql = createSql(second.url, { max: 1 });
-  t.same(await sql`SELECT v FROM kept`, [{ v: 'across restarts' }], 'the recorded cluster again, with its data');
-  await sql.end();
+  t.same(rows, [{ v: 'across restarts' }], 'the recorded cluster again, with its data');
   await second.stop();
 
   t.same(await passwordFiles(), before, 'no pg-password file left in the temporary folder');
@@ -95,31 +109,17 @@ t.test('as root, the real CLI migrates the embedded database of a DATA_DIR in a 
 });
 
 t.test('a DATA_DIR the postgres user can reach keeps its cluster inside it, opened 0755, and uses it again', { skip }, async (t) => {
-  const base = await mkdtemp(path.join(os.tmpdir(), 'invoicing-embedded-'));
-  await chmod(base, 0o755);
-  const dataDir = path.join(base, 'data');
   const servers: EmbeddedDb[] = [];
-  t.teardown(async () => {
-    for (const s of servers) await s.stop();
-    await rm(base, { recursive: true, force: true });
-  });
+  const { dataDir } = await dataDirIn(t, servers, os.tmpdir(), 0o755);
 
   const first = await startEmbedded(dataDir, await freePort());
   servers.push(first);
   t.ok(await exists(path.join(dataDir, 'pg', 'PG_VERSION')), 'the cluster is $DATA_DIR/pg');
   t.notOk(await exists(path.join(dataDir, 'pg-cluster')), 'and nothing points elsewhere');
   t.equal((await stat(dataDir)).mode & 0o777, 0o755);
-  let sql = createSql(first.url, { max: 1 });
-  await sql`CREATE TABLE kept (v text)`;
-  await sql`INSERT INTO kept VALUES ('in place')`;
-  await sql.end();
-  await first.stop();
 
-  const second = await startEmbedded(dataDir);
-  servers.push(second);
-  sql = createSql(second.url, { max: 1 });
-  t.same(await sql`SELECT v FROM kept`, [{ v: 'in place' }]);
-  await sql.end();
+  const { rows } = await restart(first, dataDir, servers, 'in place');
+  t.same(rows, [{ v: 'in place' }]);
 });
 
 t.test('a start that fails prints one line saying what to do, no stack, and exits 1', { skip }, async (t) => {

@@ -1,8 +1,8 @@
 import t from 'tap';
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { testApp, isEnvelope, TEST_ENV } from './helpers/app.js';
-import { assertError, inject } from './helpers/assertions.js';
+import { inject, testApp, isEnvelope, TEST_ENV } from './helpers/app.js';
+import { assertError } from './helpers/assertions.js';
 import { createSql, type Sql } from '../src/db/client.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { loadConfig } from '../src/config.js';

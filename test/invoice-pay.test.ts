@@ -5,16 +5,15 @@
 // and its deadline's time zone.
 import t from 'tap';
 import { clock } from '../src/clock.js';
-import { formatMoment } from '../src/public/deadline.js';
+import { formatMoment } from '../src/format.js';
 import { testApp, type TestApp } from './helpers/app.js';
-import { gatedProvider } from './helpers/checkout.js';
+import { checkoutFormOf, gatedProvider } from './helpers/checkout.js';
 import { LEGAL, payFormOf, pathOf, seller, sentInvoice, submitForm, visibleText, type SentInvoice } from './helpers/invoice-pay.js';
 import { ProviderError } from '../src/checkout/providers/provider.js';
 import { expireCheckouts } from '../jobs/checkout-expire.js';
 import { createMailer } from '../src/email/transport.js';
 import type { WorkerDeps } from '../jobs/worker.js';
 import type { CheckoutRow } from '../src/checkout/queries.js';
-
 
 async function sessionsOf(h: TestApp, invoiceId: string): Promise<CheckoutRow[]> {
   return h.sql<CheckoutRow[]>`SELECT * FROM checkout_sessions WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
@@ -42,14 +41,6 @@ async function clickPay(h: TestApp, inv: SentInvoice): Promise<string> {
   const res = await submitForm(h, form);
   if (res.statusCode !== 303) throw new Error(`Pay: ${res.statusCode} ${res.body}`);
   return String(res.headers.location);
-}
-
-/** The checkout page's form for `action` (pay or decline). */
-function checkoutForm(html: string, action: 'pay' | 'decline') {
-  const m = [...html.matchAll(/<form method="post" action="([^"]+)">\s*<input type="hidden" name="csrf_token" value="([^"]+)">/g)].find((f) =>
-    f[1]!.endsWith(`/${action}`),
-  );
-  return m ? { action: m[1]!, csrf: m[2]! } : null;
 }
 
 function jobDeps(h: TestApp): WorkerDeps {
@@ -114,7 +105,7 @@ t.test('paying from the hosted invoice page', async (t) => {
     const { merchantId, key } = await seller(h);
     const inv = await sentInvoice(h, key);
     const location = await clickPay(h, inv);
-    const paid = await submitForm(h, checkoutForm((await open(h, location)).html, 'pay')!);
+    const paid = await submitForm(h, checkoutFormOf((await open(h, location)).html, 'pay')!);
     t.equal(paid.statusCode, 303);
     t.equal(paid.headers.location, inv.public_url, 'back on the invoice page');
 
@@ -176,7 +167,7 @@ t.test('paying from the hosted invoice page', async (t) => {
     const { key } = await seller(h);
     const inv = await sentInvoice(h, key);
     const location = await clickPay(h, inv);
-    const declined = await submitForm(h, checkoutForm((await open(h, location)).html, 'decline')!);
+    const declined = await submitForm(h, checkoutFormOf((await open(h, location)).html, 'decline')!);
     t.equal(declined.headers.location, inv.public_url);
     t.equal(await invoiceStatus(h, inv.invoice_id), 'viewed', 'the invoice stays open');
     t.ok((await open(h, inv.public_url)).pay, 'with its Pay button');
@@ -213,7 +204,7 @@ t.test('paying from the hosted invoice page', async (t) => {
     t.ok((await open(h, inv.public_url)).pay, 'the invoice page still has its Pay button');
     const third = await clickPay(h, inv);
     t.equal((await sessionsOf(h, inv.invoice_id)).length, 3);
-    const paid = await submitForm(h, checkoutForm((await open(h, third)).html, 'pay')!);
+    const paid = await submitForm(h, checkoutFormOf((await open(h, third)).html, 'pay')!);
     t.equal(paid.headers.location, inv.public_url);
     t.equal(await invoiceStatus(h, inv.invoice_id), 'paid');
   });
@@ -354,11 +345,11 @@ t.test('paying from the hosted invoice page', async (t) => {
     await posted('invoice Pay refused', `${inv.public_url}/pay`, 'csrf_token=x');
     const checkout = await clickPay(h, inv);
     await look('checkout, open', checkout);
-    await submitForm(h, checkoutForm((await open(h, checkout)).html, 'decline')!);
+    await submitForm(h, checkoutFormOf((await open(h, checkout)).html, 'decline')!);
     await look('checkout, declined', checkout);
     await posted('checkout Pay refused', `${checkout}/pay`, 'csrf_token=x');
     await look('checkout not found', 'http://invoicing.test/checkout/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
-    await submitForm(h, checkoutForm((await open(h, checkout)).html, 'pay')!);
+    await submitForm(h, checkoutFormOf((await open(h, checkout)).html, 'pay')!);
     await look('invoice, paid', inv.public_url);
     await look('checkout, completed', checkout);
     const store = await h.api('POST', '/checkout', {
@@ -383,7 +374,7 @@ t.test('paying from the hosted invoice page', async (t) => {
     t.match(before.text, 'Total a pagar $11.900');
     t.match(before.text, /Puede pagar hasta el \d{1,2} de [a-z]+ de \d{4}, \d{2}:\d{2} \(hora de Chile\)/);
     t.match(before.text, 'Cancelar y volver a la tienda', 'a shop session still leads back to the shop');
-    t.equal((await submitForm(h, checkoutForm(before.html, 'pay')!)).headers.location, 'https://shop.example/ok');
+    t.equal((await submitForm(h, checkoutFormOf(before.html, 'pay')!)).headers.location, 'https://shop.example/ok');
     const after = await open(h, c.body.checkout_url);
     t.match(after.text, 'Total pagado $11.900');
     t.notMatch(after.text, 'Total a pagar');

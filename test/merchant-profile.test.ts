@@ -1,22 +1,13 @@
 // The issuer's legal profile (decisions §15) and payment instructions (decisions §11), set by
 // support staff through the CLI and the admin router; both check the same fields.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import t from 'tap';
 import { TRPCError } from '@trpc/server';
 import { createCaller } from '../src/admin/router.js';
 import { formatRut } from '../src/clients/rut.js';
 import { testApp } from './helpers/app.js';
+import { runCli as cli } from './helpers/cli.js';
 
-const run = promisify(execFile);
 const TOKEN = 'adm_test_0123456789abcdefghijklmnopqrstuvwxyz';
-
-async function cli(dbUrl: string, ...args: string[]): Promise<{ code: number; out: any }> {
-  return run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { ...process.env, DATABASE_URL: dbUrl, LOG_LEVEL: 'silent' } }).then(
-    ({ stdout }) => ({ code: 0, out: JSON.parse(stdout) }),
-    (err: { code: number; stderr: string }) => ({ code: err.code, out: JSON.parse(err.stderr) }),
-  );
-}
 
 const PROFILE = ['--rut', '76.086.428-5', '--razon-social', 'Comercial Los Andes SpA', '--giro', 'Servicios de consultoría', '--direccion', 'Av. Providencia 1234, of. 56', '--comuna', 'Ñuñoa', '--ciudad', 'Santiago'];
 

@@ -10,6 +10,7 @@ import { errorCatalogue, type ErrorCode } from '../src/errors.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { testApp, type ApiResponse, type TestApp } from './helpers/app.js';
 import { checkoutBody, gatedProvider, holdConfirmations } from './helpers/checkout.js';
+import { invoiceBody } from './helpers/fixtures.js';
 
 type Json = Record<string, any>;
 
@@ -57,13 +58,6 @@ async function payForm(h: TestApp, checkoutUrl: string) {
     });
 }
 
-const invoice = (extra: Json = {}) => ({
-  client: { name: 'Comercial Andes SpA', email: 'pagos@andes.cl' },
-  due_date: '2099-12-31',
-  items: [{ description: 'Consultoría', unit_price: 5000 }],
-  ...extra,
-});
-
 t.test('error answers match the details the document declares for their code', async (t) => {
   const h = await testApp(t);
   const doc = (await h.api('GET', '/docs/openapi.json')).body as Json;
@@ -101,19 +95,19 @@ t.test('error answers match the details the document declares for their code', a
   const taken = await expectError('client_already_exists', 409, 'POST', '/clients', api('POST', '/clients', { ...client, email: 'CAJA@sur.cl' }));
   t.equal(taken.body.details.email, 'CAJA@sur.cl');
 
-  const unsupported = await expectError('currency_not_supported', 400, 'POST', '/invoices', api('POST', '/invoices', invoice({ currency: 'XYZ' })));
+  const unsupported = await expectError('currency_not_supported', 400, 'POST', '/invoices', api('POST', '/invoices', invoiceBody({ currency: 'XYZ' })));
   t.same(unsupported.body.details, { currency: 'XYZ' });
   // No rate stored and no rate provider: the conversion fails.
-  const noRate = await expectError('currency_conversion_failed', 503, 'POST', '/invoices', api('POST', '/invoices', invoice({ currency: 'USD', issue_date: '2026-11-02' })));
+  const noRate = await expectError('currency_conversion_failed', 503, 'POST', '/invoices', api('POST', '/invoices', invoiceBody({ currency: 'USD', issue_date: '2026-11-02' })));
   t.same(noRate.body.details, { currency: 'USD', base_currency: 'CLP', date: '2026-11-02' });
   await expectError('invoice_not_found', 404, 'GET', '/invoices/{invoice_id}', api('GET', '/invoices/0192f3a4-5b6c-7d8e-9f01-23456789abcd'));
 
   // The 409s of the lifecycle name the invoice's status.
-  const draft = (await api('POST', '/invoices', invoice())).body.invoice_id as string;
+  const draft = (await api('POST', '/invoices', invoiceBody())).body.invoice_id as string;
   const notSent = await expectError('invoice_not_sent', 409, 'POST', '/invoices/{invoice_id}/remind', api('POST', `/invoices/${draft}/remind`));
   t.same(notSent.body.details, { status: 'draft' });
   await expectError('invoice_not_sent', 409, 'POST', '/invoices/{invoice_id}/mark-paid', api('POST', `/invoices/${draft}/mark-paid`, {}));
-  const sent = (await api('POST', '/invoices', invoice({ send_immediately: true }))).body.invoice_id as string;
+  const sent = (await api('POST', '/invoices', invoiceBody({ send_immediately: true }))).body.invoice_id as string;
   const resend = await expectError('invoice_invalid_state', 409, 'POST', '/invoices/{invoice_id}/send', api('POST', `/invoices/${sent}/send`));
   t.same(resend.body.details, { status: 'sent' });
   t.equal((await api('POST', `/invoices/${sent}/mark-paid`)).status, 200, 'mark-paid with no body');

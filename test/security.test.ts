@@ -17,8 +17,8 @@
 import t from 'tap';
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { testApp, isEnvelope, TEST_ENV, type ApiResponse } from './helpers/app.js';
-import { assertError, inject } from './helpers/assertions.js';
+import { inject, testApp, isEnvelope, TEST_ENV, type ApiResponse } from './helpers/app.js';
+import { assertError } from './helpers/assertions.js';
 import { loggedApp, rawRequest } from './helpers/logged-app.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';

@@ -58,14 +58,19 @@ async function sendInvoice(h: TestApp, key: string) {
 
 const logged = (child: Child, msg: string) => () => linesOf(child).filter((l) => l.msg === msg).length > 0;
 
+/** Waits for the refused e-mail, its failed job (logged after it, once pg-boss has recorded it) and the failed webhook attempt. */
+async function failuresLogged(worker: Child): Promise<void> {
+  await until('the refused e-mail to be logged', logged(worker, 'e-mail delivery failed'), 30_000);
+  await until('its failed job to be logged', logged(worker, 'job failed, to be retried'), 30_000);
+  await until('the failed webhook attempt to be logged', logged(worker, 'webhook attempt failed'), 30_000);
+}
+
 t.test('LOG_LEVEL=info: JSON lines as the web writes them; a refused e-mail, its failed job and a failed webhook attempt, by their ids', async (t) => {
   const { h, key, env, endpoint, receiverPort } = await failingEffects(t);
   const worker = await startWorkerProcess(t, env);
   const { invoiceId, recipient } = await sendInvoice(h, key);
 
-  await until('the refused e-mail to be logged', logged(worker, 'e-mail delivery failed'), 30_000);
-  await until('its failed job to be logged', logged(worker, 'job failed, to be retried'), 30_000);
-  await until('the failed webhook attempt to be logged', logged(worker, 'webhook attempt failed'), 30_000);
+  await failuresLogged(worker);
   const lines = linesOf(worker);
   for (const l of lines) {
     t.ok(Number.isInteger(l.level) && Number.isInteger(l.time) && typeof l.msg === 'string', `level, time and msg: ${l.msg}`);
@@ -113,10 +118,7 @@ t.test('LOG_LEVEL=warn: the failures still, and no info line', async (t) => {
   const worker = spawnApp(t, 'jobs/worker.ts', { ...env, LOG_LEVEL: 'warn' });
   await sendInvoice(h, key);
 
-  await until('the refused e-mail to be logged', logged(worker, 'e-mail delivery failed'), 30_000);
-  // The job's failure is logged after the e-mail's, once pg-boss has recorded it.
-  await until('its failed job to be logged', logged(worker, 'job failed, to be retried'), 30_000);
-  await until('the failed webhook attempt to be logged', logged(worker, 'webhook attempt failed'), 30_000);
+  await failuresLogged(worker);
   const lines = linesOf(worker);
   t.same(lines.filter((l) => l.level < 40), [], 'nothing below warn, not even the ready line');
   t.equal(lines.find((l) => l.msg === 'job failed, to be retried')?.level, 40, 'the failed job is a warning');

@@ -107,6 +107,8 @@ const ui = {
 };
 
 let cursor: string | null = null;
+let searches = 0; // searches begun, so that only the latest one shows its rows
+let complaints = 0; // errors shown, so that an action clears only those shown before it began
 let openId: string | null = null;
 let shownEndpoint: Endpoint | null = null;
 let poll: ReturnType<typeof setTimeout> | undefined;
@@ -129,6 +131,7 @@ function showLogin(message = ''): void {
 }
 
 function complain(err: unknown): void {
+  complaints += 1;
   if (err instanceof TRPCClientError && (err.data as { code?: string } | undefined)?.code === 'UNAUTHORIZED') {
     sessionStorage.removeItem(TOKEN_KEY);
     showLogin('The admin token was refused. Sign in again.');
@@ -139,13 +142,15 @@ function complain(err: unknown): void {
 
 /**
  * Runs one action; its button stays disabled meanwhile so a double click does not do it twice.
- * Once an action succeeds, an error shown before (a refused token, a refused replay) is stale.
+ * Once an action succeeds, an error shown before it began (a refused token, a refused replay) is
+ * stale; one shown meanwhile, by another action, is not.
  */
 async function act(task: () => Promise<void>, button?: HTMLButtonElement): Promise<void> {
+  const shown = complaints;
   if (button) button.disabled = true;
   try {
     await task();
-    ui.problem.textContent = '';
+    if (complaints === shown) ui.problem.textContent = '';
   } catch (err) {
     complain(err);
   } finally {
@@ -165,6 +170,8 @@ async function loadEndpointOptions(): Promise<void> {
   const merchantId = ui.merchant.value || undefined;
   const selected = ui.endpoint.value;
   const page = await client.endpoints.list.query({ merchant_id: merchantId, limit: 200 });
+  // Another merchant was picked meanwhile (or at sign-in, before this list came): its load shows its own.
+  if ((ui.merchant.value || undefined) !== merchantId) return;
   endpoints.clear();
   const options = [option('', 'All endpoints')];
   for (const e of page.data) {
@@ -192,6 +199,7 @@ function deliveryRow(d: Delivery): HTMLTableRowElement {
 }
 
 async function search(append = false): Promise<void> {
+  const mine = ++searches;
   const page = await client.deliveries.list.query({
     merchant_id: ui.merchant.value || undefined,
     endpoint_id: ui.endpoint.value || undefined,
@@ -203,6 +211,8 @@ async function search(append = false): Promise<void> {
     limit: PAGE_SIZE,
     cursor: append && cursor ? cursor : undefined,
   });
+  // Only the latest search shows: an earlier one answering late (sign-in's, say) would bring back rows the filters exclude.
+  if (mine !== searches) return;
   const rows = page.data.map(deliveryRow);
   if (append) ui.rows.append(...rows);
   else ui.rows.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: '8' }, 'No deliveries match.'))]));

@@ -17,7 +17,7 @@ import * as invoiceQ from '../invoices/lifecycle-queries.js';
 import { getInvoiceRow, type InvoiceRow } from '../invoices/queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import { confirmPayment, openSession, providerFor } from './providers/registry.js';
-import type { CustomerAction, PaymentResult } from './providers/provider.js';
+import type { CustomerAction, PaymentProvider, PaymentResult, SessionRequest } from './providers/provider.js';
 import * as q from './queries.js';
 import type { CheckoutSessionResource, CheckoutStatus, CreateCheckoutInput } from './schemas.js';
 
@@ -102,19 +102,53 @@ export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: 
   const today = dateInZone(now, merchant.timezone);
   await prepareRates(sql, merchant, [checkoutInvoice(input, currency, today)], deps.exchangeRatesUrl);
   if (currency !== merchant.base_currency) await exchangeRate(sql, merchant.id, currency, merchant.base_currency, today);
-  const checkoutId = newId();
   const amount = new Decimal(input.amount).toFixed();
-  const expiresAt = new Date(now.getTime() + deps.ttlSeconds * 1000);
-  const session = await openSession(provider, {
-    checkoutId,
-    merchantId: merchant.id,
-    amount,
-    currency,
-    description: input.description,
-    customerEmail: input.customer_email,
-    expiresAt,
-  });
-  return { checkoutId, currency, amount, provider: provider.name, providerSessionId: session.sessionId, expiresAt };
+  return openGatewaySession(
+    provider,
+    { merchantId: merchant.id, amount, currency, description: input.description, customerEmail: input.customer_email },
+    now,
+    deps.ttlSeconds,
+  );
+}
+
+/**
+ * The gateway's session, under the id our session row then gets, payable for `ttlSeconds` from
+ * `now`. Called on the pool with no transaction open (decisions §10); POST /checkout and the
+ * invoice page's Pay both open theirs here.
+ */
+export async function openGatewaySession(
+  provider: PaymentProvider,
+  request: Omit<SessionRequest, 'checkoutId' | 'expiresAt'>,
+  now: Date,
+  ttlSeconds: number,
+): Promise<OpenedSession> {
+  const checkoutId = newId();
+  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  const session = await openSession(provider, { ...request, checkoutId, expiresAt });
+  return { checkoutId, currency: request.currency, amount: request.amount, provider: provider.name, providerSessionId: session.sessionId, expiresAt };
+}
+
+/** The pending session row of the gateway's `opened` one, with its own page and CSRF tokens. */
+export function newSession(
+  opened: OpenedSession,
+  fields: Omit<q.NewCheckout, 'id' | 'token' | 'csrf_token' | 'amount' | 'currency' | 'provider' | 'provider_session_id' | 'expires_at'>,
+): q.NewCheckout {
+  return {
+    ...fields,
+    id: opened.checkoutId,
+    token: randomToken(),
+    csrf_token: randomToken(),
+    amount: opened.amount,
+    currency: opened.currency,
+    provider: opened.provider,
+    provider_session_id: opened.providerSessionId,
+    expires_at: opened.expiresAt,
+  };
+}
+
+/** The session's expiry job, due at its deadline, one per session; in the transaction that inserted it. */
+export async function scheduleExpiry(db: Queryable, boss: InvoiceDeps['boss'], row: q.CheckoutRow): Promise<void> {
+  await enqueue(boss, db, queues.checkoutExpire.name, { checkout_id: row.id }, { startAfter: row.expires_at, singletonKey: row.id });
 }
 
 /**
@@ -133,27 +167,22 @@ export async function createCheckout(
   const draft = await createInvoice(db, merchant, checkoutInvoice(input, opened.currency, dateInZone(now, merchant.timezone)), deps);
   await q.markCheckoutInvoice(db, merchant.id, draft.id);
   const invoice = await sendInvoice(db, merchant, draft.id, undefined, deps);
-  const row = await q.insertSession(db, {
-    id: opened.checkoutId,
-    merchant_id: merchant.id,
-    invoice_id: invoice.id,
-    token: randomToken(),
-    csrf_token: randomToken(),
-    amount: opened.amount,
-    currency: opened.currency,
-    description: input.description,
-    customer_name: input.customer_name,
-    customer_email: input.customer_email,
-    success_url: input.success_url,
-    cancel_url: input.cancel_url,
-    external_reference: input.external_reference ?? null,
-    locale: invoice.locale,
-    provider: opened.provider,
-    provider_session_id: opened.providerSessionId,
-    expires_at: opened.expiresAt,
-    created_at: now,
-  });
-  await enqueue(deps.boss, db, queues.checkoutExpire.name, { checkout_id: row.id }, { startAfter: opened.expiresAt, singletonKey: row.id });
+  const row = await q.insertSession(
+    db,
+    newSession(opened, {
+      merchant_id: merchant.id,
+      invoice_id: invoice.id,
+      description: input.description,
+      customer_name: input.customer_name,
+      customer_email: input.customer_email,
+      success_url: input.success_url,
+      cancel_url: input.cancel_url,
+      external_reference: input.external_reference ?? null,
+      locale: invoice.locale,
+      created_at: now,
+    }),
+  );
+  await scheduleExpiry(db, deps.boss, row);
   return checkoutResource(row, deps.urls.publicBase, now);
 }
 

@@ -14,7 +14,7 @@ export const SCHEMA_FILE = fileURLToPath(new URL('./schema.ts', import.meta.url)
  * listening app (the served route sits behind the per-address rate limit, which needs Postgres).
  * The base URL only reaches `servers` and prose the generated types leave out.
  */
-export function servedDocument(publicBaseUrl = 'http://localhost:3000'): JsonSchema {
+function servedDocument(publicBaseUrl = 'http://localhost:3000'): JsonSchema {
   return buildOpenApi(apiRoutes, publicBaseUrl, docsRoutes);
 }
 

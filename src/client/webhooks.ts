@@ -34,7 +34,11 @@ export interface VerifyOptions {
   now?: Date;
 }
 
-/** `t=<unix seconds>,v1=<hex>[,v1=<hex>…]`; other schemes are skipped, as Stripe's parser does. */
+/**
+ * `t=<unix seconds>,v1=<hex>[,v1=<hex>…]`; other schemes are skipped, as Stripe's parser does.
+ * The server's parseSignatureHeader (src/webhooks/signature.ts) is a twin kept on purpose: this
+ * package imports nothing of the server, and the server's build leaves this folder out.
+ */
 function parseHeader(header: string): { timestamp: number; signatures: string[] } | null {
   let timestamp: number | null = null;
   const signatures: string[] = [];

@@ -1,10 +1,10 @@
 import { access, constants, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { exists } from './embedded/fs-util.js';
-import { canReach, placeCluster } from './embedded/placement.js';
+import { placeCluster } from './embedded/placement.js';
 import { choosePort, recordPort } from './embedded/ports.js';
-import { postgresUser } from './embedded/postgres-user.js';
-import { installedPrograms, reachableCopy } from './embedded/programs.js';
+import { serverUser } from './embedded/postgres-user.js';
+import { installedPrograms, reachablePrograms } from './embedded/programs.js';
 import { initialise, launch, runningPort, urlOf } from './embedded/server.js';
 
 export { freePort } from './embedded/ports.js';
@@ -37,14 +37,14 @@ export async function startEmbedded(dataDir: string, portOverride?: number): Pro
     .catch((err: NodeJS.ErrnoException) => {
       throw new Error(`DATA_DIR ${root} is not a folder this user can write (${err.code}): set DATA_DIR to one that is`);
     });
-  const runAs = process.getuid?.() === 0 ? await postgresUser() : null;
+  const runAs = await serverUser();
   const pgDir = await placeCluster(root, runAs);
 
   const running = await runningPort(pgDir);
   if (running) return { url: urlOf(await recordPort(root, running)), stop: async () => {} };
 
   const port = await choosePort(root, portOverride);
-  const usable = runAs && !(await canReach(runAs, programs.postgres)) ? await reachableCopy(programs, runAs) : programs;
+  const usable = await reachablePrograms(programs, runAs);
   if (!(await exists(path.join(pgDir, 'PG_VERSION')))) await initialise(usable.initdb, pgDir, runAs);
   return { url: urlOf(port), stop: await launch(usable.postgres, pgDir, port, runAs) };
 }

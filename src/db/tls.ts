@@ -3,10 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls, { type ConnectionOptions } from 'node:tls';
-import { ConfigError } from '../config.js';
+import { ConfigError, SSL_MODES } from '../config.js';
 
-/** libpq's sslmode values, weakest first. */
-export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
 type SslMode = (typeof SSL_MODES)[number];
 
 /**

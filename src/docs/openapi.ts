@@ -41,11 +41,7 @@ export function openApiPath(path: string): string {
 // Every route can answer these, whatever it does.
 const COMMON_ERRORS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'ip_not_allowed', 'rate_limited', 'validation_error', 'internal_error', 'service_unavailable'];
 // The reference needs no key but is counted per address like any keyless request (api.ts).
-const PUBLIC_ROUTE_ERRORS: [number, ErrorCode[]][] = [
-  [429, ['rate_limited']],
-  [500, ['internal_error']],
-  [503, ['service_unavailable']],
-];
+const PUBLIC_ROUTE_ERRORS = (['rate_limited', 'internal_error', 'service_unavailable'] as const).map((code): [number, ErrorCode[]] => [errorCatalogue[code].status, [code]]);
 
 export function errorCodesFor(def: RouteDef): ErrorCode[] {
   const codes = new Set<ErrorCode>([...COMMON_ERRORS, ...def.errors]);

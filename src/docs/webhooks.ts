@@ -33,8 +33,9 @@ function deliveryHeaders(type: EventType): Parameter[] {
   ];
 }
 
-const retryAfter = {
-  'Retry-After': { description: 'Seconds (or an HTTP date): the next attempt is not made sooner.', schema: { type: 'string' } },
+const retriedAfter = {
+  description: 'A failure, retried; a `Retry-After` header pushes the next attempt back at least that far.',
+  headers: { 'Retry-After': { description: 'Seconds (or an HTTP date): the next attempt is not made sooner.', schema: { type: 'string' } } },
 };
 
 // Decisions §10: what the delivery code (webhooks/delivery.ts `judge`) makes of the answer.
@@ -46,8 +47,8 @@ const answers = {
     description:
       'Gone: the endpoint is disabled at once (`disabled_reason: gone`) and gets no more deliveries. To a sandbox endpoint or a test event it is a failure like any other.',
   },
-  '429': { description: 'A failure, retried; a `Retry-After` header pushes the next attempt back at least that far.', headers: retryAfter },
-  '503': { description: 'A failure, retried; a `Retry-After` header pushes the next attempt back at least that far.', headers: retryAfter },
+  '429': retriedAfter,
+  '503': retriedAfter,
   default: {
     description: `Any other answer (a redirect too: it is not followed), no answer within the time allowed, or no connection: a failure. A delivery is attempted up to ${DEFAULT_RETRY_SCHEDULE.length + 1} times (the guide's Webhooks section gives the schedule), a test event once.`,
   },
@@ -60,8 +61,7 @@ function operationId(type: EventType): string {
 
 /**
  * One `post` per event type: the request we make to the merchant's endpoint. The event bodies are
- * added to `components` (as `InvoicePaidEvent` and so on), so call this before the document
- * copies them.
+ * added to `components` (as `InvoicePaidEvent` and so on).
  */
 export function buildWebhooks(components: Record<string, JsonSchema>): Record<string, JsonSchema> {
   return Object.fromEntries(

@@ -15,7 +15,7 @@ const checkoutData = z.object({ object: checkoutSession });
 const paymentData = z.object({ object: paymentResource });
 
 /** `data` of each event type: the resource, and what else the event tells (the reminder sent). */
-export const eventData = {
+const eventData = {
   'invoice.created': invoiceData,
   'invoice.sent': invoiceData,
   'invoice.viewed': invoiceData,

@@ -8,7 +8,8 @@ import { iso } from '../http/schemas.js';
 import { hashApiKey } from '../http/auth.js';
 import { scopes } from '../http/scopes.js';
 import { currencies } from '../money.js';
-import { looksLikeRut, normaliseTaxId } from '../clients/rut.js';
+import { looksLikeRut } from '../clients/rut.js';
+import { clientRut } from '../clients/schemas.js';
 import { parseOrThrow } from '../http/validation.js';
 import * as q from './queries.js';
 
@@ -39,16 +40,8 @@ export const createKeyInput = z.strictObject({
 
 const line = (max: number) => z.string().trim().min(1).max(max);
 
-/** A Chilean RUT with a valid check digit, with or without dots; kept as `76086428-5`. */
-const rut = z
-  .string()
-  .trim()
-  .refine(looksLikeRut, 'must be a RUT such as 76.086.428-5')
-  .transform((v, ctx) => {
-    const r = normaliseTaxId(v);
-    if (!r.ok) ctx.addIssue({ code: 'custom', message: r.message });
-    return r.ok ? r.value : v;
-  });
+/** A Chilean RUT with a valid check digit, with or without dots; kept as `76086428-5`, as a client's is. */
+const rut = z.string().trim().refine(looksLikeRut, 'must be a RUT such as 76.086.428-5').pipe(clientRut);
 
 /**
  * The issuer's legal profile (decisions §15; issue: documents carry the issuer's legal data). The

@@ -1,7 +1,6 @@
 // fontkit (pdfkit's font engine) ships no type declarations: these are the parts the PDF uses.
 declare module 'fontkit' {
   export interface Font {
-    postscriptName: string;
     hasGlyphForCodePoint(codePoint: number): boolean;
   }
   /** Parses a TrueType/OpenType file (a single font, not a collection). */

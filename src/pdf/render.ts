@@ -35,9 +35,9 @@ const ISSUER_SHARE = 0.6;
 const TITLE_SHARE = 0.38;
 
 /** The issuer as the header prints it: its legal profile when it has one, else its name alone. */
-function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[]; email: string } {
+function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[] } {
   const profile = legalProfile(merchant);
-  if (!profile) return { name: merchant.name, legal: [], email: merchant.email };
+  if (!profile) return { name: merchant.name, legal: [] };
   return {
     name: profile.razon_social,
     legal: [
@@ -47,7 +47,6 @@ function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal
       `${L.comuna}: ${profile.comuna}`,
       `${L.ciudad}: ${profile.ciudad}`,
     ],
-    email: merchant.email,
   };
 }
 
@@ -65,6 +64,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   const numberText = opts.draft ? L.draft : `${L.number} ${invoice.invoice_number ?? ''}`;
   // What a merchant without a payment provider offers on its page is a view, not a payment.
   const linkLabel = merchant.payment_provider !== null ? L.viewAndPayOnline : L.viewOnline;
+  const issuer = issuerBlock(merchant, L);
 
   const doc = new PDFDocument({
     size: PAGE.size,
@@ -74,7 +74,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     info: {
       // pdfkit writes these as UTF-16 text strings: any character is kept.
       Title: `${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim(),
-      Author: legalProfile(merchant)?.razon_social ?? merchant.name,
+      Author: issuer.name,
       Subject: `${L.title} - ${invoice.client_name}`,
       Creator: 'invoicing-api',
       Producer: 'invoicing-api (PDFKit)',
@@ -117,14 +117,13 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
 
   // Header: the issuer on the left, title and number on the right.
   const top = PAGE.margin;
-  const issuer = issuerBlock(merchant, L);
   const issuerW = width * ISSUER_SHARE;
   // A razón social is often long: a smaller size keeps it to fewer lines.
   doc.font('bold').fontSize(issuer.legal.length > 0 ? 14 : 18).fillColor(INK).text(pdfText(issuer.name), left, top, { width: issuerW });
   doc.moveDown(0.2);
   doc.font('regular').fontSize(9).fillColor(INK);
   for (const line of issuer.legal) doc.text(pdfText(line), { width: issuerW });
-  doc.fillColor(MUTED).text(pdfText(issuer.email), { width: issuerW });
+  doc.fillColor(MUTED).text(pdfText(merchant.email), { width: issuerW });
   const merchantBottom = doc.y;
   doc.font('bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
   doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });

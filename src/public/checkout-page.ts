@@ -8,13 +8,12 @@ import type { Locale } from '../invoices/schemas.js';
 import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
 import { getInvoiceRow } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
-import { formatMoney } from '../format.js';
+import { formatMoment, formatMoney } from '../format.js';
 import { Decimal } from '../money.js';
 import { checkoutUrl, effectiveStatus, ownsInvoice, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
-import { formatMoment } from './deadline.js';
 import { csrfMatches, fromOurOrigin, registerFormParser } from './forms.js';
 import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
 

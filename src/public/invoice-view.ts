@@ -1,12 +1,10 @@
 import { amountDue } from '../checkout/invoice-session.js';
 import { formatRut } from '../clients/rut.js';
-import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
+import { formatDate, formatMoment, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
-import type { Locale } from '../invoices/schemas.js';
 import type { MerchantRow } from '../merchants/queries.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
-import { formatMoment } from './deadline.js';
 
 export const labelKeys = [
   'invoice', 'draft', 'from', 'billTo', 'rut', 'giro', 'issueDate', 'dueDate', 'status', 'reference', 'description', 'quantity',
@@ -30,7 +28,7 @@ export interface PayForm {
  * contact it) when it cannot (decisions §11).
  */
 export function invoiceView(invoice: InvoiceWithItems, merchant: MerchantRow, L: PublicLabels, pdfUrl: string, payForm: PayForm) {
-  const locale: Locale = invoice.locale === 'en' ? 'en' : 'es';
+  const locale = invoice.locale;
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const due = amountDue(invoice);
   const canCharge = merchant.payment_provider !== null;

@@ -97,8 +97,7 @@ function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: Merch
   const a = load();
   const page = publicInvoiceUrl(ctx, invoice.public_token);
   const payForm = { action: `${page}/pay`, csrfToken: invoicePayToken(ctx.secrets, invoice.public_token) };
-  const locale: Locale = invoice.locale === 'en' ? 'en' : 'es';
-  return a.invoice({ css: a.css, ...invoiceView(invoice, merchant, a.labels[locale], `${page}/pdf`, payForm) });
+  return a.invoice({ css: a.css, ...invoiceView(invoice, merchant, a.labels[invoice.locale], `${page}/pdf`, payForm) });
 }
 
 function redirect(reply: FastifyReply, to: string): FastifyReply {
@@ -176,7 +175,7 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         if (!fromOurOrigin(request, ctx.config.publicBaseUrl) || !invoicePayTokenMatches(ctx.secrets, request.body, token)) {
           return sendMessagePage(reply, 403, target.locale, 'forbidden', page);
         }
-        const outcome = await invoiceCheckout(ctx.sql, target.merchant_id, target.id, deps);
+        const outcome = await invoiceCheckout(ctx.sql, target.merchant_id, target.id, page, deps);
         return redirect(reply, outcome.kind === 'session' ? checkoutUrl(ctx.config.publicBaseUrl, outcome.session.token) : page);
       });
 

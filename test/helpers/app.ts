@@ -119,6 +119,11 @@ export function toApiResponse(res: LightMyRequestResponse): ApiResponse {
   return { status: res.statusCode, headers: res.headers, body, raw: res.body };
 }
 
+/** An injected request's answer, body parsed, for requests the `api` helper cannot make (raw URLs, other addresses). */
+export async function inject(app: FastifyInstance, opts: InjectOptions): Promise<ApiResponse> {
+  return toApiResponse(await app.inject(opts));
+}
+
 /** Asserts the one error envelope of the spec. */
 export function isEnvelope(body: any): boolean {
   return (

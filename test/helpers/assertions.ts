@@ -1,9 +1,8 @@
 // The assertions every suite makes of an error answer: the one envelope of the spec, by status and
 // code, and for a validation error the fields it names.
-import type { InjectOptions } from 'fastify';
 import type { Test } from 'tap';
 import { clock } from '../../src/clock.js';
-import { isEnvelope, toApiResponse, type ApiResponse } from './app.js';
+import { isEnvelope, type ApiResponse } from './app.js';
 
 /** The asserts used, as tap declares them (a subtest's `t` is assignable; a hand-written signature is not). */
 export type Asserts = Pick<Test, 'equal' | 'ok' | 'match' | 'same'>;
@@ -47,9 +46,4 @@ export function assertValidationError(t: Asserts, res: ApiResponse, paths: strin
   if (opts.including) t.ok(paths.every((p) => named.includes(p)), `${what}: names ${paths.join(', ')} (got ${JSON.stringify(named)})`);
   else t.same(named, [...paths].sort(), `${what}: names ${paths.join(', ')}`);
   for (const e of res.body?.details?.errors ?? []) t.equal(typeof e.message, 'string', `${what}: ${e.path} has its message`);
-}
-
-/** An injected request's answer, body parsed, for requests the `api` helper cannot make (raw URLs, other addresses). */
-export async function inject(app: { inject(opts: InjectOptions): Promise<Parameters<typeof toApiResponse>[0]> }, opts: InjectOptions): Promise<ApiResponse> {
-  return toApiResponse(await app.inject(opts));
 }

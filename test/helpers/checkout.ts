@@ -64,18 +64,24 @@ export function holdConfirmations(gateway: { gate: Promise<void> | null; entered
   return { entered, open: () => open() };
 }
 
+/** The hosted checkout page's form for `action` (pay or decline), or null when it has none. */
+export function checkoutFormOf(html: string, action: 'pay' | 'decline'): { action: string; csrf: string } | null {
+  const m = [...html.matchAll(/<form method="post" action="([^"]+)">\s*<input type="hidden" name="csrf_token" value="([^"]+)">/g)].find((f) =>
+    f[1]!.endsWith(`/${action}`),
+  );
+  return m ? { action: m[1]!, csrf: m[2]! } : null;
+}
+
 /** The hosted checkout page's form, submitted as the customer's browser would (not an API call). */
 export async function submitCheckoutForm(h: TestApp, checkoutUrl: string, action: 'pay' | 'decline'): Promise<void> {
   const page = await h.app.inject({ url: new URL(checkoutUrl).pathname });
-  const form = [...page.body.matchAll(/<form method="post" action="([^"]+)">\s*<input type="hidden" name="csrf_token" value="([^"]+)">/g)].find((m) =>
-    m[1]!.endsWith(`/${action}`),
-  );
+  const form = checkoutFormOf(page.body, action);
   if (!form) throw new Error(`no ${action} form on the checkout page`);
   const res = await h.app.inject({
     method: 'POST',
-    url: new URL(form[1]!, checkoutUrl).pathname,
+    url: new URL(form.action, checkoutUrl).pathname,
     headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin', origin: 'null' },
-    payload: new URLSearchParams({ csrf_token: form[2]! }).toString(),
+    payload: new URLSearchParams({ csrf_token: form.csrf }).toString(),
   });
   if (res.statusCode !== 303) throw new Error(`${action}: ${res.statusCode}`);
 }

