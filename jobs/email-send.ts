@@ -11,6 +11,8 @@ import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { legalProfile } from '../src/merchants/legal-profile.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
+import { findInvoiceDte } from '../src/dte/queries.js';
+import { dteFilename } from '../src/dte/document.js';
 import { queues } from '../src/queue/boss.js';
 import { addressDomain, redactedMessage } from '../src/logger.js';
 import type { WorkerDeps } from './worker.js';
@@ -93,6 +95,9 @@ async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
     if (!pdf) throw new Error(`e-mail ${email.id}: invoice ${invoice.id} has no PDF`);
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
   }
+  // Decisions §15: the invoice e-mail carries the tax document beside its printed representation.
+  const dte = email.kind === 'invoice' ? await findInvoiceDte(deps.sql, invoice.id) : null;
+  if (dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
   return {
     from: deps.config.EMAIL_FROM,
     replyTo: { name: merchant.name, address: merchant.email },

@@ -15,6 +15,7 @@ import { fanOut } from './webhook-fanout.js';
 import { deliverWebhook } from './webhook-deliver.js';
 import { DELIVERIES_PER_ENDPOINT } from '../src/webhooks/delivery.js';
 import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
+import { configureGateways } from '../src/checkout/providers/registry.js';
 import { createLogger, redactedMessage, type Log } from '../src/logger.js';
 
 export interface WorkerDeps {
@@ -135,6 +136,8 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   const log = opts.logger ?? createLogger(config);
   const polling = opts.pollingSeconds ?? POLLING_SECONDS;
   const secrets = loadSecretBox(config);
+  // The expiry asks gateways how a session's payment stands, at the addresses configured.
+  configureGateways(config);
   const boss = createBoss(sql, { worker: true });
   boss.on('error', (err) => log.error({ err }, 'pg-boss error'));
   await boss.start();

@@ -13,6 +13,8 @@ import { apiRoutes } from './routes.js';
 import { registerDocs } from './docs/routes.js';
 import { registerPublicPages } from './public/routes.js';
 import { registerCheckoutPages } from './public/checkout-page.js';
+import { registerProviderNotifications } from './checkout/notification-routes.js';
+import { configureGateways } from './checkout/providers/registry.js';
 import { registerHostedPageLimit } from './public/page-limit.js';
 import { registerAdmin } from './admin/routes.js';
 import { isApiPath, maskTokens } from './http/urls.js';
@@ -79,6 +81,7 @@ function trustHops(hops: number): false | ((addr: string, i: number) => boolean)
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  configureGateways(ctx.config);
   const app = Fastify({
     logger:
       opts.logger === false
@@ -166,6 +169,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   registerDocs(app, ctx, apiRoutes);
   registerPublicPages(app, ctx);
   registerCheckoutPages(app, ctx);
+  registerProviderNotifications(app, ctx);
   registerAdmin(app, ctx);
   return app;
 }

@@ -1,9 +1,13 @@
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
 import { openDatabase, type Database } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { AppError } from './errors.js';
 import * as merchants from './merchants/service.js';
+import * as dte from './dte/service.js';
+import { configureProvider } from './checkout/provider-settings.js';
+import { loadSecretBox } from './webhooks/secrets.js';
 import { setRate } from './rates/service.js';
 import { clock, dateInZone } from './clock.js';
 import { isCurrency } from './money.js';
@@ -15,6 +19,8 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   merchants create --name N --email E [--base-currency CLP] [--payment-provider sandbox]
   merchants list
   merchants set-provider --merchant ID --payment-provider sandbox|none
+  merchants set-provider --merchant ID --payment-provider webpay --commerce-code C --api-key-env VAR
+  merchants set-provider --merchant ID --payment-provider mercadopago --access-token-env VAR --webhook-secret-env VAR
   merchants set-tax-profile --merchant ID --rut R --razon-social S --giro G --direccion D --comuna C --ciudad C
                             [--acteco N] [--resolucion-numero N --resolucion-fecha YYYY-MM-DD] [--sii-env certificacion|produccion]
   merchants set-tax-profile --merchant ID --clear
@@ -23,6 +29,8 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   keys list [--merchant ID]
   keys revoke KEY_ID
   rates set --merchant ID --currency USD --rate 950.25 [--date YYYY-MM-DD]
+  dte certificate add --merchant ID --file F.p12 --password-env VAR
+  dte caf add --merchant ID --file caf.xml
 
 Every command prints JSON.`;
 
@@ -31,6 +39,10 @@ const options = {
   email: { type: 'string' },
   'base-currency': { type: 'string' },
   'payment-provider': { type: 'string' },
+  'commerce-code': { type: 'string' },
+  'api-key-env': { type: 'string' },
+  'access-token-env': { type: 'string' },
+  'webhook-secret-env': { type: 'string' },
   merchant: { type: 'string' },
   scopes: { type: 'string' },
   'allow-ip': { type: 'string', multiple: true },
@@ -49,11 +61,22 @@ const options = {
   'resolucion-fecha': { type: 'string' },
   'sii-env': { type: 'string' },
   text: { type: 'string' },
+  file: { type: 'string' },
+  'password-env': { type: 'string' },
   clear: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+/** A secret named by the environment variable an option gives: secrets never travel in argv (ps, shell history). */
+function fromEnv(values: Values, name: 'api-key-env' | 'access-token-env' | 'webhook-secret-env'): string | undefined {
+  const variable = values[name];
+  if (variable === undefined) return undefined;
+  const value = process.env[variable];
+  if (!value) throw AppError.validation([{ path: `--${name}`, message: `the environment variable ${variable} is not set` }]);
+  return value;
+}
 
 function required(values: Values, name: keyof Values): string {
   const v = values[name];
@@ -78,7 +101,14 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
       return merchants.listMerchants(sql);
     case 'merchants set-provider': {
       const provider = required(values, 'payment-provider');
-      return merchants.setPaymentProvider(sql, required(values, 'merchant'), provider === 'none' ? null : provider);
+      const credentials = {
+        commerce_code: values['commerce-code'],
+        api_key: fromEnv(values, 'api-key-env'),
+        access_token: fromEnv(values, 'access-token-env'),
+        webhook_secret: fromEnv(values, 'webhook-secret-env'),
+      };
+      const given = Object.fromEntries(Object.entries(credentials).filter(([, v]) => v !== undefined));
+      return configureProvider(sql, loadSecretBox(loadConfig()), required(values, 'merchant'), provider === 'none' ? null : provider, given);
     }
     case 'merchants set-tax-profile': {
       const merchantId = required(values, 'merchant');
@@ -128,6 +158,21 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
       if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw AppError.validation([{ path: '--date', message: 'must be YYYY-MM-DD' }]);
       await setRate(sql, merchantId, currency, date, rate);
       return { merchant_id: merchantId, currency, date, rate };
+    }
+    case 'dte certificate':
+    case 'dte caf': {
+      if (rest[0] !== 'add') throw AppError.validation([{ path: 'command', message: `unknown command "dte ${action} ${rest[0] ?? ''}"` }], 400, USAGE);
+      const merchantId = required(values, 'merchant');
+      const file = await readFile(required(values, 'file')).catch(() => {
+        throw AppError.validation([{ path: '--file', message: `cannot read ${values.file}` }], 400);
+      });
+      const config = loadConfig();
+      if (action === 'caf') return dte.addCaf(sql, config, loadSecretBox(config), merchantId, file);
+      // The password comes from the environment: argv shows in ps and in shell history.
+      const variable = required(values, 'password-env');
+      const password = process.env[variable];
+      if (password === undefined) throw AppError.validation([{ path: '--password-env', message: `the environment variable ${variable} is not set` }], 400);
+      return dte.addCertificate(sql, loadSecretBox(config), merchantId, file, password);
     }
     default:
       throw AppError.validation([{ path: 'command', message: `unknown command "${[group, action].filter(Boolean).join(' ')}"` }], 400, USAGE);

@@ -37,6 +37,10 @@ export const configSchema = z.object({
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   EMAIL_FROM: z.string().default('Facturas <facturas@localhost>'),
   EXCHANGE_RATES_URL: z.url().optional(),
+  // Decisions §16: the gateways' REST APIs, Transbank's production host and Mercado Pago's API
+  // unless told otherwise (Transbank's integration host, or a test's stand-in).
+  WEBPAY_BASE_URL: z.url().optional(),
+  MERCADOPAGO_BASE_URL: z.url().optional(),
   // 32 bytes as 64 hex characters or base64: it seals webhook secrets at rest.
   ENCRYPTION_KEY: z
     .string()
@@ -52,6 +56,9 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: bool.default(false),
   // Decisions §11: a checkout session can be paid for 24 hours unless told otherwise.
   CHECKOUT_TTL_SECONDS: positiveInt.default(86_400),
+  // Decisions §15: the SII certificate whose key signs CAFs (PEM or DER). Unset: the SII's
+  // published certificate of the CAF's environment (src/dte/sii-certs).
+  SII_CERT_FILE: z.string().min(1).optional(),
   // Unset: the admin router and console answer 404, as if they did not exist.
   ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
 });

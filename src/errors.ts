@@ -58,6 +58,8 @@ export const errorCatalogue = {
   },
   invalid_api_key: { status: 401, retry: 'never', details: noDetails },
   invalid_provider: { status: 400, retry: 'never', details: providerDetails },
+  // A payment provider's notification whose signature does not verify with the merchant's secret.
+  invalid_signature: { status: 401, retry: 'never', details: noDetails },
   invoice_already_paid: { status: 409, retry: 'never', details: invoiceState(z.literal('paid')) },
   invoice_invalid_state: {
     status: 409,
@@ -70,9 +72,19 @@ export const errorCatalogue = {
     }),
   },
   invoice_not_found: { status: 404, retry: 'never', details: noDetails },
+  dte_not_found: { status: 404, retry: 'never', details: noDetails },
   invoice_not_sent: { status: 409, retry: 'never', details: invoiceState(z.literal('draft')) },
   ip_not_allowed: { status: 403, retry: 'never', details: noDetails },
-  merchant_misconfigured: { status: 400, retry: 'never', details: providerDetails },
+  // A payment provider refusing the account's credentials, or (decisions §15) a tax document the
+  // account cannot issue: no folios left of its type, or an expired signing certificate.
+  merchant_misconfigured: {
+    status: 400,
+    retry: 'never',
+    details: z.union([
+      providerDetails,
+      z.object({ dte_type: z.number().int().meta({ description: 'The tax-document type (33, 34) the account cannot issue', example: 33 }) }),
+    ]).meta({ example: { provider: 'sandbox' } }),
+  },
   missing_api_key: { status: 401, retry: 'never', details: noDetails },
   provider_credentials_missing: { status: 400, retry: 'never', details: providerDetails },
   provider_not_configured: { status: 400, retry: 'never', details: noDetails },

@@ -1,6 +1,7 @@
 import type { RouteDef } from './http/route.js';
 import { checkoutRoutes } from './checkout/routes.js';
 import { clientRoutes } from './clients/routes.js';
+import { dteRoutes } from './dte/routes.js';
 import { invoiceRoutes } from './invoices/routes.js';
 import { lifecycleRoutes } from './invoices/lifecycle-routes.js';
 import { meRoutes } from './me/routes.js';
@@ -9,4 +10,4 @@ import { pdfRoutes } from './pdf/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 
 /** Every external API route; the docs are generated from this same list. */
-export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...clientRoutes, ...checkoutRoutes, ...meRoutes, ...paymentRoutes, ...webhookRoutes];
+export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...dteRoutes, ...clientRoutes, ...checkoutRoutes, ...meRoutes, ...paymentRoutes, ...webhookRoutes];

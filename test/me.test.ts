@@ -25,7 +25,7 @@ t.test('GET /me describes the key, its merchant and its rate limit', async (t) =
   const first = await h.api('GET', '/me', { key });
   t.equal(first.status, 200);
   t.match(first.headers['content-type'], /^application\/json/);
-  t.same(Object.keys(first.body).sort(), ['can_charge', 'key', 'merchant', 'rate_limit']);
+  t.same(Object.keys(first.body).sort(), ['can_charge', 'dte', 'key', 'merchant', 'rate_limit']);
   t.same(first.body.merchant, { id: m.id, name: 'Exportadora Sur Ltda', base_currency: 'USD' });
   t.same(Object.keys(first.body.key).sort(), ['created_at', 'id', 'prefix', 'scopes']);
   t.equal(first.body.key.id, id);

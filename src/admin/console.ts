@@ -309,12 +309,21 @@ async function openDelivery(id: string): Promise<void> {
 
 // ─── Signing in and the actions ──────────────────────────────────────────────
 
+/** A merchant's DTE folios left per document type, for those that have loaded CAFs (decisions §15). */
+function foliosNote(left: Outputs['dte']['foliosLeft'][number]['folios_left'] | undefined): string {
+  if (!left) return '';
+  return ` · DTE folios left: ${Object.entries(left)
+    .map(([type, n]) => `${type}: ${n}`)
+    .join(', ')}`;
+}
+
 async function enter(): Promise<void> {
-  const [merchants, types] = await Promise.all([client.merchants.list.query(), client.events.types.query()]);
+  const [merchants, types, folios] = await Promise.all([client.merchants.list.query(), client.events.types.query(), client.dte.foliosLeft.query()]);
+  const foliosOf = new Map(folios.map((f) => [f.merchant_id, f.folios_left]));
   ui.login.hidden = true;
   ui.main.hidden = false;
   ui.signOut.hidden = false;
-  ui.merchant.replaceChildren(option('', 'All merchants'), ...merchants.map((m) => option(m.id, `${m.name} · ${m.email}`)));
+  ui.merchant.replaceChildren(option('', 'All merchants'), ...merchants.map((m) => option(m.id, `${m.name} · ${m.email}${foliosNote(foliosOf.get(m.id))}`)));
   ui.eventType.replaceChildren(option('', 'Any type'), ...types.map((t) => option(t.type, t.type)));
   await loadEndpointOptions();
   await search();

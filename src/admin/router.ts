@@ -1,4 +1,6 @@
+import * as dte from '../dte/service.js';
 import * as merchants from '../merchants/service.js';
+import { configureProvider } from '../checkout/provider-settings.js';
 import { replayFailedDeliveries } from '../webhooks/replay.js';
 import * as admin from './service.js';
 import * as s from './schemas.js';
@@ -29,7 +31,10 @@ export const appRouter = router({
     list: adminProcedure.query(({ ctx }) => merchants.listMerchants(ctx.db)),
     setPaymentProvider: adminProcedure
       .input(s.setProviderInput)
-      .mutation(({ ctx, input }) => merchants.setPaymentProvider(ctx.db, input.merchant_id, input.payment_provider)),
+      .mutation(({ ctx, input }) => {
+        const { merchant_id, payment_provider, ...credentials } = input;
+        return configureProvider(ctx.db, ctx.deps.secrets, merchant_id, payment_provider, credentials);
+      }),
     /** The issuer's legal profile its documents print (decisions §15); null clears it. */
     setTaxProfile: adminProcedure
       .input(s.setTaxProfileInput)
@@ -44,6 +49,17 @@ export const appRouter = router({
     create: adminProcedure.input(s.createKeyInput).mutation(({ ctx, input }) => merchants.createApiKey(ctx.db, input)),
     list: adminProcedure.input(s.keyListInput).query(({ ctx, input }) => merchants.listApiKeys(ctx.db, input.merchant_id)),
     revoke: adminProcedure.input(s.keyIdInput).mutation(({ ctx, input }) => merchants.revokeApiKey(ctx.db, input.key_id)),
+  }),
+  /** Chilean tax documents (decisions §15): a merchant's signing certificate (never shown back), its CAFs, its folios left. */
+  dte: router({
+    addCertificate: adminProcedure
+      .input(s.addCertificateInput)
+      .mutation(({ ctx, input }) => dte.addCertificate(ctx.db, ctx.app.secrets, input.merchant_id, input.file_base64, input.password)),
+    addCaf: adminProcedure
+      .input(s.addCafInput)
+      .mutation(({ ctx, input }) => dte.addCaf(ctx.db, ctx.app.config, ctx.app.secrets, input.merchant_id, input.file_base64)),
+    status: adminProcedure.input(s.dteStatusInput).query(({ ctx, input }) => dte.dteStatus(ctx.db, input.merchant_id)),
+    foliosLeft: adminProcedure.query(({ ctx }) => dte.foliosLeftOfAll(ctx.db)),
   }),
   rates: router({
     set: adminProcedure.input(s.setRateInput).mutation(({ ctx, input }) => admin.setExchangeRate(ctx.db, input)),

@@ -2,9 +2,11 @@ import { z } from 'zod';
 import { Decimal, isCurrency } from '../money.js';
 import { deliveryStatuses, eventType } from '../webhooks/schemas.js';
 import { REPLAY_FAILED_MAX } from '../webhooks/replay.js';
-import { paymentInstructionsInput, paymentProviders, taxProfileInput } from '../merchants/service.js';
+import { paymentInstructionsInput, taxProfileInput } from '../merchants/service.js';
+import { credentialsInput } from '../checkout/provider-settings.js';
 
 export { createKeyInput, createMerchantInput } from '../merchants/service.js';
+export { addCafInput, addCertificateInput, dteStatusInput } from '../dte/schemas.js';
 
 // Inputs travel as JSON (no transformer): instants are RFC 3339 strings, turned into Dates here.
 const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
@@ -59,9 +61,11 @@ export type EventListInput = z.output<typeof eventListInput>;
 
 export const eventIdInput = z.strictObject({ event_id: z.uuid() });
 
+/** Decisions §16: the provider by name (an unknown one is `invalid_provider`) with its credentials, which no answer returns. */
 export const setProviderInput = z.strictObject({
   merchant_id: z.uuid(),
-  payment_provider: z.enum(paymentProviders).nullable(),
+  payment_provider: z.string().nullable(),
+  ...credentialsInput.shape,
 });
 
 export const setTaxProfileInput = z.strictObject({

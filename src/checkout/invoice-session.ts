@@ -6,11 +6,12 @@ import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import type { InvoiceDeps } from '../invoices/service.js';
 import { Decimal } from '../money.js';
 import { providerFor } from './providers/registry.js';
-import { expireCheckout, newSession, openGatewaySession, scheduleExpiry, type OpeningDeps } from './service.js';
+import { loadCredentials } from './credentials.js';
+import { expireCheckout, newSession, openGatewaySession, scheduleExpiry, type GatewayDeps } from './service.js';
 import * as q from './queries.js';
 
-/** How long a session can be paid, as for POST /checkout, and what expiring one needs. */
-export type InvoiceSessionDeps = InvoiceDeps & Pick<OpeningDeps, 'ttlSeconds'>;
+/** How long a session can be paid, as for POST /checkout, the gateway's credentials, and what expiring one needs. */
+export type InvoiceSessionDeps = InvoiceDeps & Pick<GatewayDeps, 'ttlSeconds' | 'secrets'>;
 
 /** The session to send the customer to, or nothing to pay (paid, cancelled, nothing due, no provider). */
 export type InvoiceCheckout = { kind: 'session'; session: q.CheckoutRow } | { kind: 'unpayable' };
@@ -54,11 +55,13 @@ export async function invoiceCheckout(
   const amount = invoice && amountDue(invoice);
   if (!invoice || !merchant?.payment_provider || !amount) return { kind: 'unpayable' };
   const description = describe(invoice);
+  const provider = providerFor(merchant.payment_provider);
   const opened = await openGatewaySession(
-    providerFor(merchant.payment_provider),
+    provider,
+    await loadCredentials(sql, deps.secrets, merchantId, provider),
     { merchantId, amount, currency: invoice.currency, description, customerEmail: invoice.client_email },
     clock.now(),
-    deps.ttlSeconds,
+    { ttlSeconds: deps.ttlSeconds, publicBase: deps.urls.publicBase },
   );
   return sql.begin(async (tx): Promise<InvoiceCheckout> => {
     const now = clock.now();

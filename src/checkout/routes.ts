@@ -5,7 +5,12 @@ import * as s from './schemas.js';
 import * as service from './service.js';
 
 function openingDeps(ctx: AppContext): service.OpeningDeps {
-  return { ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS, exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL };
+  return {
+    ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS,
+    exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL,
+    publicBase: ctx.config.publicBaseUrl,
+    secrets: ctx.secrets,
+  };
 }
 
 export const checkoutRoutes = [

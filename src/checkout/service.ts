@@ -16,8 +16,10 @@ import { exchangeRate } from '../rates/service.js';
 import * as invoiceQ from '../invoices/lifecycle-queries.js';
 import { getInvoiceRow, type InvoiceRow } from '../invoices/queries.js';
 import { getPaymentResource } from '../payments/service.js';
-import { confirmPayment, openSession, providerFor } from './providers/registry.js';
-import type { CustomerAction, PaymentProvider, PaymentResult, SessionRequest } from './providers/provider.js';
+import type { SecretBox } from '../webhooks/secrets.js';
+import { confirmPayment, openSession, paymentStatus, providerFor, statusProviders } from './providers/registry.js';
+import type { Credentials, CustomerAction, GatewayRedirect, PaymentProvider, PaymentResult, SessionRequest } from './providers/provider.js';
+import { loadCredentials } from './credentials.js';
 import * as q from './queries.js';
 import type { CheckoutSessionResource, CheckoutStatus, CreateCheckoutInput } from './schemas.js';
 
@@ -26,20 +28,41 @@ export interface OpeningDeps {
   /** How long a session can be paid (CHECKOUT_TTL_SECONDS). */
   ttlSeconds: number;
   exchangeRatesUrl?: string;
+  /** The hosted pages' origin: the gateway sends the customer back, and notifies, there. */
+  publicBase: string;
+  /** Opens the merchant's gateway credentials. */
+  secrets: SecretBox;
 }
+
+/** What opening a gateway session needs besides the request. */
+export type GatewayDeps = Pick<OpeningDeps, 'ttlSeconds' | 'publicBase' | 'secrets'>;
 
 /** The gateway's session, opened before the transaction under the id our session row then gets. */
 export interface OpenedSession {
   checkoutId: string;
+  /** The hosted page's token: the gateway was given URLs under it. */
+  token: string;
   currency: string;
   amount: string;
   provider: string;
   providerSessionId: string;
+  redirect: GatewayRedirect | null;
+  reference: string | null;
   expiresAt: Date;
 }
 
 export function checkoutUrl(publicBase: string, token: string): string {
   return `${publicBase}/checkout/${token}`;
+}
+
+/** Where a redirect gateway sends the customer back with its verdict. */
+export function gatewayReturnUrl(publicBase: string, token: string): string {
+  return `${checkoutUrl(publicBase, token)}/return`;
+}
+
+/** Where a notifying gateway reports the merchant's payments (decisions §16). */
+export function notificationUrl(publicBase: string, provider: string, merchantId: string): string {
+  return `${publicBase}/providers/${provider}/notifications/${merchantId}`;
 }
 
 /**
@@ -98,6 +121,7 @@ export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: 
   }
   // Read now, not from the key cache: a provider set a moment ago is used at once.
   const provider = providerFor((await getMerchant(sql, merchant.id))?.payment_provider ?? null);
+  const credentials = await loadCredentials(sql, deps.secrets, merchant.id, provider);
   const now = clock.now();
   const today = dateInZone(now, merchant.timezone);
   await prepareRates(sql, merchant, [checkoutInvoice(input, currency, today)], deps.exchangeRatesUrl);
@@ -105,10 +129,31 @@ export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: 
   const amount = new Decimal(input.amount).toFixed();
   return openGatewaySession(
     provider,
+    credentials,
     { merchantId: merchant.id, amount, currency, description: input.description, customerEmail: input.customer_email },
     now,
-    deps.ttlSeconds,
+    deps,
   );
+}
+
+type GatewayRequest = Omit<SessionRequest, 'checkoutId' | 'expiresAt' | 'attempt' | 'pageUrl' | 'returnUrl' | 'notificationUrl' | 'credentials'>;
+
+/** The gateway's session for a checkout (a new one, or the next attempt of one), at the URLs of its page. */
+function gatewayRequest(
+  req: GatewayRequest,
+  at: { checkoutId: string; token: string; expiresAt: Date; attempt: number },
+  credentials: Credentials,
+  provider: PaymentProvider,
+  publicBase: string,
+): SessionRequest {
+  return {
+    ...req,
+    ...at,
+    pageUrl: checkoutUrl(publicBase, at.token),
+    returnUrl: gatewayReturnUrl(publicBase, at.token),
+    notificationUrl: notificationUrl(publicBase, provider.name, req.merchantId),
+    credentials,
+  };
 }
 
 /**
@@ -118,32 +163,70 @@ export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: 
  */
 export async function openGatewaySession(
   provider: PaymentProvider,
-  request: Omit<SessionRequest, 'checkoutId' | 'expiresAt'>,
+  credentials: Credentials,
+  request: GatewayRequest,
   now: Date,
-  ttlSeconds: number,
+  deps: Pick<GatewayDeps, 'ttlSeconds' | 'publicBase'>,
 ): Promise<OpenedSession> {
-  const checkoutId = newId();
-  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-  const session = await openSession(provider, { ...request, checkoutId, expiresAt });
-  return { checkoutId, currency: request.currency, amount: request.amount, provider: provider.name, providerSessionId: session.sessionId, expiresAt };
+  const at = { checkoutId: newId(), token: randomToken(), expiresAt: new Date(now.getTime() + deps.ttlSeconds * 1000), attempt: 1 };
+  const session = await openSession(provider, gatewayRequest(request, at, credentials, provider, deps.publicBase));
+  return {
+    checkoutId: at.checkoutId,
+    token: at.token,
+    currency: request.currency,
+    amount: request.amount,
+    provider: provider.name,
+    providerSessionId: session.sessionId,
+    redirect: session.redirect ?? null,
+    reference: session.reference ?? null,
+    expiresAt: at.expiresAt,
+  };
 }
 
 /** The pending session row of the gateway's `opened` one, with its own page and CSRF tokens. */
 export function newSession(
   opened: OpenedSession,
-  fields: Omit<q.NewCheckout, 'id' | 'token' | 'csrf_token' | 'amount' | 'currency' | 'provider' | 'provider_session_id' | 'expires_at'>,
+  fields: Omit<
+    q.NewCheckout,
+    'id' | 'token' | 'csrf_token' | 'amount' | 'currency' | 'provider' | 'provider_session_id' | 'provider_redirect' | 'provider_reference' | 'expires_at'
+  >,
 ): q.NewCheckout {
   return {
     ...fields,
     id: opened.checkoutId,
-    token: randomToken(),
+    token: opened.token,
     csrf_token: randomToken(),
     amount: opened.amount,
     currency: opened.currency,
     provider: opened.provider,
     provider_session_id: opened.providerSessionId,
+    provider_redirect: opened.redirect,
+    provider_reference: opened.reference,
     expires_at: opened.expiresAt,
   };
+}
+
+/**
+ * The session as its page offers it: a redirect gateway's session that ended unpaid (abandoned,
+ * declined, expired at the gateway) is replaced by a new one while the checkout is payable, so
+ * the customer can pay again (decisions §16: "the checkout can be opened again"). The gateway is
+ * asked with no transaction open; of two pages opening at once, one replacement is kept.
+ */
+export async function payableSession(sql: Sql, s: q.CheckoutRow, deps: Pick<GatewayDeps, 'publicBase' | 'secrets'>): Promise<q.CheckoutRow> {
+  if (!s.provider_redirect || s.provider_session_ended_at === null || effectiveStatus(s, clock.now()) !== 'pending') return s;
+  const provider = providerFor(s.provider);
+  const credentials = await loadCredentials(sql, deps.secrets, s.merchant_id, provider);
+  const at = { checkoutId: s.id, token: s.token, expiresAt: s.expires_at, attempt: s.provider_attempt + 1 };
+  const request = { merchantId: s.merchant_id, amount: s.amount, currency: s.currency, description: s.description, customerEmail: s.customer_email };
+  const next = await openSession(provider, gatewayRequest(request, at, credentials, provider, deps.publicBase));
+  const replaced = await q.replaceGatewaySession(
+    sql,
+    s.id,
+    s.provider_session_id,
+    { provider_session_id: next.sessionId, provider_redirect: next.redirect ?? null, provider_reference: next.reference ?? null },
+    clock.now(),
+  );
+  return replaced ?? (await q.sessionById(sql, s.id)) ?? s;
 }
 
 /** The session's expiry job, due at its deadline, one per session; in the transaction that inserted it. */
@@ -201,6 +284,9 @@ export type PaymentOutcome =
    */
   | { kind: 'closed' };
 
+// Matches no attempt's claim (claims are v7 ids): an outcome recorded without moving the session.
+const NO_CLAIM = '00000000-0000-0000-0000-000000000000';
+
 // How long a payment attempt holds its session. A gateway call ends long before (adapters time
 // out well within it), so only a process that died mid-call lets a claim run out.
 const PAYMENT_CLAIM_SECONDS = 120;
@@ -213,12 +299,25 @@ const CLAIM_POLL_MS = 100;
  * and then tries again, as a click waiting for a row lock would: after a decline it may pay, after
  * a payment it finds the session completed.
  */
-async function claimSession(sql: Sql, token: string): Promise<q.CheckoutRow | null> {
+async function claimSession(sql: Sql, token: string, gatewaySessionId?: string): Promise<q.CheckoutRow | null> {
+  return waitForClaim(
+    (claim, now, until) =>
+      gatewaySessionId === undefined
+        ? q.claimPayableSession(sql, token, claim, now, until)
+        : q.claimGatewayAttempt(sql, token, gatewaySessionId, claim, now, until),
+    (now) => q.paymentInFlight(sql, token, now),
+  );
+}
+
+async function waitForClaim(
+  claim: (claim: string, now: Date, until: Date) => Promise<q.CheckoutRow | null>,
+  inFlight: (now: Date) => Promise<boolean>,
+): Promise<q.CheckoutRow | null> {
   for (let polls = CLAIM_WAIT_MS / CLAIM_POLL_MS; ; polls--) {
     const now = clock.now();
-    const claimed = await q.claimPayableSession(sql, token, newId(), now, new Date(now.getTime() + PAYMENT_CLAIM_SECONDS * 1000));
+    const claimed = await claim(newId(), now, new Date(now.getTime() + PAYMENT_CLAIM_SECONDS * 1000));
     if (claimed) return claimed;
-    if (polls === 0 || !(await q.paymentInFlight(sql, token, now))) return null;
+    if (polls === 0 || !(await inFlight(now))) return null;
     await sleep(CLAIM_POLL_MS);
   }
 }
@@ -244,6 +343,119 @@ export async function submitPayment(sql: Sql, token: string, action: CustomerAct
     throw err;
   }
   return sql.begin((tx) => recordPayment(tx, claimed, claim, result, deps));
+}
+
+/** What the customer's return from a redirect gateway carried (Webpay: token_ws, TBK_TOKEN, TBK_ORDEN_COMPRA). */
+export interface GatewayReturn {
+  /** The gateway session to commit. */
+  sessionId: string | null;
+  /** The customer left the gateway's page (or it timed out there): the gateway session it names ends. */
+  abandoned: { sessionId: string | null; reference: string | null } | null;
+}
+
+export type ReturnOutcome = PaymentOutcome | { kind: 'abandoned'; session: q.CheckoutRow };
+
+/**
+ * The customer back from a redirect gateway (decisions §16). An abandonment (or a timeout at the
+ * gateway) ends that gateway session and changes nothing else. Otherwise the gateway session is
+ * committed once: the claim names it, so a repeated or concurrent return finds it claimed or
+ * ended and commits nothing, and lands where the first one did. A gateway session that ended at
+ * the gateway (410 `provider_session_expired`) ends here too; the page then opens another.
+ */
+export async function gatewayReturn(sql: Sql, token: string, back: GatewayReturn, deps: InvoiceDeps & { secrets: SecretBox }): Promise<ReturnOutcome> {
+  const s = await q.sessionByToken(sql, token);
+  if (!s) return { kind: 'closed' };
+  if (back.abandoned || back.sessionId === null) {
+    await q.endAbandonedGatewaySession(sql, token, back.abandoned ?? { sessionId: null, reference: null }, clock.now());
+    return { kind: 'abandoned', session: s };
+  }
+  const claimed = await claimSession(sql, token, back.sessionId);
+  if (!claimed) return { kind: 'closed' };
+  const claim = claimed.payment_claim!;
+  let result: PaymentResult;
+  try {
+    const provider = providerFor(claimed.provider);
+    const credentials = await loadCredentials(sql, deps.secrets, claimed.merchant_id, provider);
+    result = await confirmPayment(provider, { sessionId: back.sessionId, amount: claimed.amount, currency: claimed.currency, action: 'return', credentials });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'provider_session_expired') await q.endGatewaySession(sql, claimed.id, back.sessionId, clock.now());
+    await q.releaseClaim(sql, claimed.id, claim);
+    throw err;
+  }
+  return sql.begin(async (tx) => {
+    await q.endGatewaySession(tx, claimed.id, back.sessionId!, clock.now());
+    return recordPayment(tx, claimed, claim, result, deps);
+  });
+}
+
+/** What resolving a session by its gateway needs: the jobs' dependencies and the credentials' key. */
+export type ResolveDeps = InvoiceDeps & { secrets: SecretBox };
+
+/**
+ * A session at its deadline whose customer never came back from the gateway: the gateway is asked
+ * (no transaction open) and a payment it authorised is recorded, so the expiry cannot drop one.
+ * False when there was nothing to apply.
+ */
+export async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveDeps): Promise<boolean> {
+  const provider = providerFor(s.provider);
+  if (!provider.paymentStatus || !s.provider_redirect || s.provider_session_ended_at !== null) return false;
+  const now = clock.now();
+  const claimed = await q.claimForOutcome(sql, s.id, newId(), now, new Date(now.getTime() + PAYMENT_CLAIM_SECONDS * 1000));
+  if (!claimed) return false;
+  const claim = claimed.payment_claim!;
+  let result: PaymentResult | null;
+  try {
+    const session = { sessionId: claimed.provider_session_id, checkoutId: claimed.id, amount: claimed.amount, currency: claimed.currency };
+    result = await paymentStatus(provider, session, await loadCredentials(sql, deps.secrets, s.merchant_id, provider));
+  } catch (err) {
+    await q.releaseClaim(sql, claimed.id, claim);
+    throw err;
+  }
+  if (!result) {
+    await q.releaseClaim(sql, claimed.id, claim);
+    return false;
+  }
+  const paid = result;
+  await sql.begin(async (tx) => {
+    await q.endGatewaySession(tx, claimed.id, claimed.provider_session_id, clock.now());
+    if (!(await q.paymentRecorded(tx, provider.name, paid.transactionId))) await recordPayment(tx, claimed, claim, paid, deps);
+  });
+  await q.releaseClaim(sql, claimed.id, claim);
+  return true;
+}
+
+/**
+ * A payment a gateway notified, looked up there (decisions §16): applied to the merchant's session
+ * its reference names, once per payment id whatever the order or repetition of notifications. An
+ * approved payment completes a pending session; a rejection of another payment never undoes it.
+ * The payment row is written even when the session has ended meanwhile: it records what the
+ * gateway did. False when nothing was applied.
+ */
+export async function applyNotifiedPayment(
+  sql: Sql,
+  merchantId: string,
+  provider: PaymentProvider,
+  checkoutId: string,
+  expected: { amount: string; currency: string },
+  result: PaymentResult,
+  deps: InvoiceDeps,
+): Promise<boolean> {
+  const s = await q.getSession(sql, merchantId, checkoutId);
+  // Another charge under our reference (another amount, another gateway) is not this checkout's.
+  if (!s || s.provider !== provider.name || s.currency !== expected.currency || !new Decimal(s.amount).eq(expected.amount)) return false;
+  const claimed = await waitForClaim(
+    (claim, now, until) => q.claimForOutcome(sql, s.id, claim, now, until),
+    (now) => q.outcomeInFlight(sql, s.id, now),
+  );
+  try {
+    return await sql.begin(async (tx) => {
+      if (await q.paymentRecorded(tx, provider.name, result.transactionId)) return false;
+      await recordPayment(tx, claimed ?? s, claimed?.payment_claim ?? NO_CLAIM, result, deps);
+      return true;
+    });
+  } finally {
+    if (claimed) await q.releaseClaim(sql, claimed.id, claimed.payment_claim!);
+  }
 }
 
 /**
@@ -329,7 +541,10 @@ export async function expireCheckout(db: Queryable, id: string, now: Date, deps:
  * session held by a payment attempt is left to it the same way: retried, it is completed or
  * expired by then.
  */
-export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
+export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: InvoiceDeps & { secrets?: SecretBox }): Promise<boolean> {
+  const due = await q.sessionById(sql, id);
+  // A gateway that can say how the session's payment stands is asked before the session expires.
+  if (deps.secrets && due?.status === 'pending' && due.expires_at <= now && (await resolveByStatus(sql, due, { ...deps, secrets: deps.secrets }))) return false;
   if (await sql.begin((tx) => expireCheckout(tx, id, now, deps))) return true;
   const s = await q.sessionById(sql, id);
   if (s?.status !== 'pending') return false;
@@ -341,11 +556,18 @@ export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: In
 const SWEEP_BATCH = 200;
 
 /** Every pending session past its deadline, for expiry jobs that were missed. */
-export async function expireDueCheckouts(sql: Sql, now: Date, deps: InvoiceDeps): Promise<number> {
+export async function expireDueCheckouts(sql: Sql, now: Date, deps: InvoiceDeps & { secrets?: SecretBox }): Promise<number> {
+  // Sessions whose gateway could not be asked stay pending for the next sweep: expiring them could drop a payment.
+  const unresolved: string[] = [];
+  if (deps.secrets) {
+    for (const s of await q.dueOpenGatewaySessions(sql, now, statusProviders(), SWEEP_BATCH)) {
+      await resolveByStatus(sql, s, { ...deps, secrets: deps.secrets }).catch(() => unresolved.push(s.id));
+    }
+  }
   let expired = 0;
   for (;;) {
     const batch = await sql.begin(async (tx) => {
-      const ids = await q.dueSessions(tx, now, SWEEP_BATCH);
+      const ids = await q.dueSessions(tx, now, SWEEP_BATCH, unresolved);
       let n = 0;
       for (const id of ids) if (await expireCheckout(tx, id, now, deps)) n++;
       return { found: ids.length, expired: n };

@@ -104,7 +104,7 @@ export interface paths {
         put?: never;
         /**
          * Send a draft invoice
-         * @description Assigns the next invoice number (gapless per merchant) and queues the e-mail with the PDF attached.
+         * @description Assigns the next invoice number (gapless per merchant) and queues the e-mail with the PDF attached. A merchant set up for Chilean tax documents also gets the invoice's DTE (type 33, or 34 when tax-exempt; CLP only) with the next folio of its CAFs, signed, in the same call; with no folio left the send is refused (`merchant_misconfigured`, `details.dte_type`) and the invoice stays a draft.
          *
          *     Scope: `invoices:send`.
          */
@@ -195,6 +195,28 @@ export interface paths {
          *     Scope: `invoices:read`.
          */
         get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/invoices/{invoice_id}/dte.xml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the Chilean tax document (DTE) of an invoice
+         * @description The signed EnvioDTE (SII schema v1.0, ISO-8859-1) of a sent CLP invoice of a merchant set up for DTEs: the DTE (type 33, or 34 when tax-exempt, with its folio and timbre) signed by the merchant's certificate, inside a SetDTE with its Carátula, signed again. `dte_type`, `dte_folio` and `dte_status` of the Invoice say whether it has one; 404 `dte_not_found` when it has none.
+         *
+         *     Scope: `invoices:read`.
+         */
+        get: operations["getInvoiceDte"];
         put?: never;
         post?: never;
         delete?: never;
@@ -961,6 +983,45 @@ export interface components {
              */
             timestamp: string;
         };
+        /** @description Your account lacks settings the operation needs: payment provider credentials, or (`details.dte_type`) folios (CAF) or a current certificate for that tax document */
+        MerchantMisconfiguredError: {
+            /**
+             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "merchant_misconfigured";
+            /** @description Prose; may be reworded */
+            message: string;
+            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            retry: string;
+            /**
+             * @example {
+             *       "provider": "sandbox"
+             *     }
+             */
+            details: {
+                /**
+                 * @description The account's payment provider
+                 * @example sandbox
+                 */
+                provider: string;
+            } | {
+                /**
+                 * @description The tax-document type (33, 34) the account cannot issue
+                 * @example 33
+                 */
+                dte_type: number;
+            };
+            /** @description Equals the X-Request-Id response header */
+            request_id: string;
+            /** @description Request path without the query string */
+            path: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            timestamp: string;
+        };
         /** @description No X-API-Key header */
         MissingApiKeyError: {
             /**
@@ -1319,8 +1380,8 @@ export interface components {
         /** @description No invoice with this id for your account */
         InvoiceNotFoundError: {
             /**
-             * @description Stable identifier: branch on it, not on message
-             * @constant
+             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
+             * @enum {string}
              */
             code: "invoice_not_found";
             /** @description Prose; may be reworded */
@@ -1474,6 +1535,29 @@ export interface components {
             cancelled_at: string;
             invoice_number: string | null;
             reason: string | null;
+        };
+        /** @description The invoice has no Chilean tax document (DTE): its merchant issues none, or it is a draft or not in CLP */
+        DteNotFoundError: {
+            /**
+             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "dte_not_found";
+            /** @description Prose; may be reworded */
+            message: string;
+            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            retry: string;
+            /** @description Always null: this code carries no details */
+            details: null;
+            /** @description Equals the X-Request-Id response header */
+            request_id: string;
+            /** @description Request path without the query string */
+            path: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            timestamp: string;
         };
         Client: {
             id: string;
@@ -1687,34 +1771,6 @@ export interface components {
              */
             timestamp: string;
         };
-        /** @description Your account lacks settings the operation needs */
-        MerchantMisconfiguredError: {
-            /**
-             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            code: "merchant_misconfigured";
-            /** @description Prose; may be reworded */
-            message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
-            retry: string;
-            details: {
-                /**
-                 * @description The account's payment provider
-                 * @example sandbox
-                 */
-                provider: string;
-            };
-            /** @description Equals the X-Request-Id response header */
-            request_id: string;
-            /** @description Request path without the query string */
-            path: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T03:16:13.123Z
-             */
-            timestamp: string;
-        };
         /** @description The payment provider is unreachable */
         ProviderUnavailableError: {
             /**
@@ -1791,8 +1847,19 @@ export interface components {
                 /** @description Unix seconds when the window ends */
                 reset: number;
             };
-            /** @description True when the merchant has a payment provider configured (checkout can take payments) */
+            /** @description True when the merchant has a payment provider configured with complete credentials (checkout can take payments) */
             can_charge: boolean;
+            dte: components["schemas"]["DteSummary"];
+        };
+        DteSummary: {
+            /** @description True when the merchant issues Chilean tax documents: its tax profile is complete for them, and it has a signing certificate and CAFs */
+            enabled: boolean;
+            /** @description Folios left to issue per document type (33 factura, 34 factura exenta, 61 nota de crédito), from the CAFs loaded */
+            folios_left: {
+                33: number;
+                34: number;
+                61: number;
+            };
         };
         Payment: {
             id: string;
@@ -2543,7 +2610,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceCreated"];
                 };
             };
-            /** @description Error: validation_error, currency_not_supported */
+            /** @description Error: validation_error, currency_not_supported, merchant_misconfigured */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2553,7 +2620,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["CurrencyNotSupportedError"];
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["CurrencyNotSupportedError"] | components["schemas"]["MerchantMisconfiguredError"];
                 };
             };
             /** @description Error: missing_api_key, invalid_api_key */
@@ -3217,7 +3284,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceSent"];
                 };
             };
-            /** @description Error: validation_error */
+            /** @description Error: validation_error, merchant_misconfigured */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3227,7 +3294,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["MerchantMisconfiguredError"];
                 };
             };
             /** @description Error: missing_api_key, invalid_api_key */
@@ -4035,6 +4102,137 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getInvoiceDte: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed EnvioDTE */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/xml": string;
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: invoice_not_found, dte_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceNotFoundError"] | components["schemas"]["DteNotFoundError"];
                 };
             };
             /** @description Error: validation_error */

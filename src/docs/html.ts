@@ -1,11 +1,13 @@
 // The human reference page: a server-side render of the OpenAPI document (tags → operations →
-// parameters, body, responses) plus the guide's prose. Self-contained: inline CSS, no script,
-// no external resource, so it works offline and under a strict Content-Security-Policy.
+// parameters, body, responses) plus the guide's prose. Self-contained: inline CSS (templates/docs/
+// docs.css), no script, no external resource, so it works offline and under a strict
+// Content-Security-Policy.
 import { errorCatalogue, type ErrorCode } from '../errors.js';
 import { API_PREFIX } from '../http/urls.js';
-import type { Block, Section } from './guide.js';
+import type { Block, Section } from './markdown.js';
 import { errorSchemaName, type JsonSchema, type Parameter } from './openapi.js';
 import { componentResolver, constraints, deref, fieldRows, refName, typeLabel, type FieldRow, type Resolver } from './schema.js';
+import { readDocs } from './templates.js';
 import { webhookEntries } from './webhooks.js';
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -196,47 +198,7 @@ function webhooksHtml(doc: JsonSchema, resolve: Resolver): string {
   ].join('\n');
 }
 
-const CSS = `
-:root{--fg:#1c2430;--muted:#5b6675;--bg:#fff;--panel:#f5f7fa;--line:#dde3ea;--accent:#0b5fff;--code:#eef1f5}
-@media (prefers-color-scheme:dark){:root{--fg:#e4e8ee;--muted:#9aa6b5;--bg:#12161c;--panel:#1a2029;--line:#2c3542;--accent:#6ea2ff;--code:#222a35}}
-*{box-sizing:border-box}
-body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);-webkit-text-size-adjust:100%}
-a{color:var(--accent)}
-header{padding:1.25rem 1rem;border-bottom:1px solid var(--line);background:var(--panel)}
-header h1{margin:0 0 .25rem;font-size:1.5rem}
-header p{margin:.25rem 0}
-.layout{display:block;max-width:78rem;margin:0 auto}
-nav{padding:1rem;border-bottom:1px solid var(--line);font-size:.93rem}
-nav ul{list-style:none;padding-left:0;margin:.25rem 0 .75rem}
-nav ul ul{padding-left:.9rem}
-nav ul ul li{padding-left:1em;text-indent:-1em;margin-bottom:.2rem}
-nav a{text-decoration:none;overflow-wrap:anywhere}
-main{padding:1rem;min-width:0}
-section{margin-bottom:2rem}
-h2{border-bottom:1px solid var(--line);padding-bottom:.25rem;margin-top:2rem}
-.op{border:1px solid var(--line);border-radius:8px;padding:.25rem 1rem 1rem;margin:1rem 0;background:var(--bg)}
-.op h3{font-size:1.05rem;word-break:break-all}
-.op h4{margin:1.1rem 0 .4rem;font-size:.95rem}
-a.self{color:inherit;text-decoration:none}
-code{font:.88em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--code);padding:.05em .3em;border-radius:4px}
-pre{background:var(--code);padding:.75rem;border-radius:6px;overflow-x:auto;font-size:.85rem}
-pre code{padding:0;background:none}
-.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
-table{border-collapse:collapse;width:100%;font-size:.9rem}
-th,td{border:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}
-th{background:var(--panel)}
-.muted{color:var(--muted);font-size:.9em}
-.method{display:inline-block;min-width:4.2em;text-align:center;border-radius:4px;padding:0 .35em;color:#fff;font:600 .8rem/1.7 ui-monospace,Menlo,monospace}
-.method.get{background:#1f7a3f}.method.post{background:#0b5fff}.method.patch{background:#a15c00}.method.put{background:#7b3fb5}.method.delete{background:#b42318}
-.badge{display:inline-block;border:1px solid var(--line);border-radius:999px;padding:0 .6em;font-size:.85rem;margin-right:.4rem}
-.badge.open{border-color:#1f7a3f}
-.status{font-weight:600;font-family:ui-monospace,Menlo,monospace}
-.status.ok{color:#1f7a3f}.status.err{color:#b42318}
-@media (min-width:900px){
-.layout{display:grid;grid-template-columns:17rem minmax(0,1fr);gap:1rem}
-nav{position:sticky;top:0;align-self:start;max-height:100vh;overflow-y:auto;border-bottom:0;border-right:1px solid var(--line)}
-}
-`;
+const CSS = readDocs('docs.css');
 
 /** Renders the OpenAPI document (and the guide) as one HTML page. */
 export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string): string {
@@ -291,7 +253,8 @@ export function renderHtml(doc: JsonSchema, sections: Section[], baseUrl: string
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(info.title)} reference</title>
-<style>${CSS}</style>
+<style>
+${CSS}</style>
 </head>
 <body>
 <header>

@@ -16,13 +16,14 @@ export const lifecycleRoutes = [
     path: '/invoices/:invoice_id/send',
     operationId: 'sendInvoice',
     summary: 'Send a draft invoice',
-    description: 'Assigns the next invoice number (gapless per merchant) and queues the e-mail with the PDF attached.',
+    description:
+      "Assigns the next invoice number (gapless per merchant) and queues the e-mail with the PDF attached. A merchant set up for Chilean tax documents also gets the invoice's DTE (type 33, or 34 when tax-exempt; CLP only) with the next folio of its CAFs, signed, in the same call; with no folio left the send is refused (`merchant_misconfigured`, `details.dte_type`) and the invoice stays a draft.",
     tag: 'Invoices',
     scope: 'invoices:send',
     params: invoiceIdParams,
     query: s.sendQuery,
     response: { status: 200, description: 'The invoice was sent', schema: s.sendResult },
-    errors: ['invoice_not_found', 'invoice_invalid_state', 'invoice_already_paid'],
+    errors: ['invoice_not_found', 'invoice_invalid_state', 'invoice_already_paid', 'merchant_misconfigured'],
     example: { query: 'locale=es' },
     handler: async ({ params, query, auth, ctx, db }) => {
       const row = await service.sendInvoice(db, auth.merchant, params.invoice_id, query.locale, invoiceDeps(ctx));

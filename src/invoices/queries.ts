@@ -45,6 +45,11 @@ export interface InvoiceRow {
   payment_provider: string | null;
   payment_transaction_id: string | null;
   source: 'api' | 'checkout';
+  /** Decisions §15: the tax document, null for a merchant that issues none. */
+  dte_type: number | null;
+  dte_folio: number | null;
+  dte_status: string | null;
+  dte_track_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -80,6 +85,10 @@ export type ListedInvoice = Pick<
   | 'public_token'
   | 'payment_provider'
   | 'payment_transaction_id'
+  | 'dte_type'
+  | 'dte_folio'
+  | 'dte_status'
+  | 'dte_track_id'
 > & {
   paid_at: Date | string | null;
   created_at: Date | string;
@@ -106,6 +115,10 @@ export type NewInvoice = Omit<
   | 'payment_provider'
   | 'payment_transaction_id'
   | 'source'
+  | 'dte_type'
+  | 'dte_folio'
+  | 'dte_status'
+  | 'dte_track_id'
   | 'updated_at'
 >;
 
@@ -212,7 +225,7 @@ const rfc3339 = (db: Queryable, column: string) => db`to_char(${db(column)} AT T
 type ListedCells = [
   string, string, string, string, string | null, string | null, string | null, InvoiceStatus, string, string | null,
   string | null, string, string, boolean, boolean, string, string, string, string, string, string, string | null,
-  string | null, string | null, string, string, InvoiceItemRow[],
+  string | null, string | null, string, string, InvoiceItemRow[], number | null, number | null, string | null, string | null,
 ];
 
 export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
@@ -228,7 +241,8 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
              i.status, i.currency, i.exchange_rate::text, i.base_currency, i.issue_date, i.due_date, i.is_tax_exempt,
              i.tax_inclusive, i.tax_rate::text, i.subtotal::text, i.tax_total::text, i.total::text, i.amount_paid::text,
              i.public_token, i.payment_provider, i.payment_transaction_id, ${rfc3339(db, 'i.paid_at')},
-             ${rfc3339(db, 'i.created_at')}, ${rfc3339(db, 'i.updated_at')}, ${itemsJson(db)}) AS invoice
+             ${rfc3339(db, 'i.created_at')}, ${rfc3339(db, 'i.updated_at')}, ${itemsJson(db)}, i.dte_type, i.dte_folio, i.dte_status,
+             i.dte_track_id) AS invoice
       FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}
@@ -246,7 +260,8 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
     external_reference: c[6], status: c[7], currency: c[8], exchange_rate: c[9], base_currency: c[10], issue_date: c[11],
     due_date: c[12], is_tax_exempt: c[13], tax_inclusive: c[14], tax_rate: c[15], subtotal: c[16], tax_total: c[17],
     total: c[18], amount_paid: c[19], public_token: c[20], payment_provider: c[21], payment_transaction_id: c[22],
-    paid_at: c[23], created_at: c[24], updated_at: c[25], items: c[26],
+    paid_at: c[23], created_at: c[24], updated_at: c[25], items: c[26], dte_type: c[27], dte_folio: c[28], dte_status: c[29],
+    dte_track_id: c[30],
   }));
 }
 

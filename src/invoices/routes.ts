@@ -10,7 +10,7 @@ import * as s from './schemas.js';
 import * as service from './service.js';
 
 export function invoiceDeps(ctx: AppContext): service.InvoiceDeps {
-  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, boss: ctx.boss };
+  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, boss: ctx.boss, secrets: ctx.secrets };
 }
 
 /** Bulk items that will pass validation; the others fail on their own and need no rate. */
@@ -41,7 +41,7 @@ export const invoiceRoutes = [
     idempotent: true,
     body: s.createInvoiceBody,
     response: { status: 201, description: 'The invoice was created', schema: s.invoiceCreated },
-    errors: ['currency_not_supported', 'currency_conversion_failed', 'idempotency_conflict'],
+    errors: ['currency_not_supported', 'currency_conversion_failed', 'merchant_misconfigured', 'idempotency_conflict'],
     example: { body: createExample },
     prepare: ({ body, auth, ctx }) => service.prepareRates(ctx.sql, auth.merchant, [body], ctx.config.EXCHANGE_RATES_URL),
     handler: async ({ body, auth, ctx, db }) => {

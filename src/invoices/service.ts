@@ -10,6 +10,8 @@ import { computeTotals, type Decimal, formatAmount, formatUnitPrice, formatExcha
 import { findOrCreateClient } from '../clients/service.js';
 import { emitEvent, subscriptionCheck } from '../events/emit.js';
 import { exchangeRate, fetchMissingRates, type RateNeed } from '../rates/service.js';
+import { issueInvoiceDte } from '../dte/service.js';
+import type { SecretBox } from '../webhooks/secrets.js';
 import * as q from './queries.js';
 import type { CreateInvoiceInput, InvoiceStatus, Locale } from './schemas.js';
 
@@ -22,6 +24,8 @@ export interface InvoiceDeps {
   urls: Urls;
   /** Sending queues the invoice e-mail as a job in the same transaction. */
   boss: PgBoss;
+  /** Opens a merchant's sealed DTE certificate and CAF keys: sending issues its tax document. */
+  secrets?: SecretBox;
 }
 
 export function invoiceResource(row: q.ListedInvoice, urls: Urls) {
@@ -49,10 +53,10 @@ export function invoiceResource(row: q.ListedInvoice, urls: Urls) {
     public_token: row.public_token,
     public_url: publicUrl,
     payment_proof_file_id: null,
-    dte_folio: null,
-    dte_type: null,
-    dte_status: null,
-    dte_track_id: null,
+    dte_folio: row.dte_folio,
+    dte_type: row.dte_type,
+    dte_status: row.dte_status,
+    dte_track_id: row.dte_track_id,
     is_legacy: false,
     payment_reference:
       row.payment_provider && row.payment_transaction_id
@@ -231,10 +235,11 @@ export async function explainRejection(db: Queryable, merchantId: string, id: st
   return new AppError('invoice_invalid_state', `Cannot ${op} an invoice in status ${status}.`, { details: { status } });
 }
 
-/** draft → sent: the number is assigned here, in the caller's transaction. */
+/** draft → sent: the number and the tax document's folio are assigned here, in the caller's transaction. */
 export async function sendInvoice(db: Queryable, merchant: MerchantSettings, id: string, locale: Locale | undefined, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const row = await q.markSent(db, merchant.id, id, merchant.invoice_prefix, clock.now(), locale);
   if (!row) throw await explainRejection(db, merchant.id, id, 'send');
+  await issueInvoiceDte(db, deps.secrets, merchant.id, id);
   await queueInvoiceEmail(db, deps.boss, row);
   await emitEvent(db, deps.boss, merchant.id, 'invoice.sent', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
   return row;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../http/schemas.js';
+import { dteSummary } from '../dte/schemas.js';
 
 export const meResource = z
   .object({
@@ -15,6 +16,7 @@ export const meResource = z
       remaining: z.number().int().meta({ description: 'Requests left in the current window, this one already counted' }),
       reset: z.number().int().meta({ description: 'Unix seconds when the window ends' }),
     }),
-    can_charge: z.boolean().meta({ description: 'True when the merchant has a payment provider configured (checkout can take payments)' }),
+    can_charge: z.boolean().meta({ description: 'True when the merchant has a payment provider configured with complete credentials (checkout can take payments)' }),
+    dte: dteSummary,
   })
   .meta({ id: 'Me' });

@@ -13,7 +13,7 @@ import { clientRut } from '../clients/schemas.js';
 import { parseOrThrow } from '../http/validation.js';
 import * as q from './queries.js';
 
-export const paymentProviders = ['sandbox'] as const;
+export const paymentProviders = ['sandbox', 'webpay', 'mercadopago'] as const;
 
 const cidr = z.string().refine((v) => {
   const [addr, bits, extra] = v.split('/');

@@ -3,7 +3,8 @@ import { formatRut } from '../clients/rut.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { MerchantRow } from '../merchants/queries.js';
-import { legalProfile } from '../merchants/legal-profile.js';
+import { legalProfile, type LegalProfile } from '../merchants/legal-profile.js';
+import { drawRedBox, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
 import { pdfFonts, type FontStyle } from './fonts.js';
 import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfLabels } from './text.js';
 
@@ -12,7 +13,11 @@ export interface RenderOptions {
   draft: boolean;
   /** The hosted invoice page (`public_url`): printed as the payment link. */
   publicUrl: string;
+  /** An issued DTE: the PDF becomes SII's printed representation of it (decisions §15). Never on a draft. */
+  dte?: PrintedDte;
 }
+
+export type { PrintedDte };
 
 const PAGE = { size: 'A4' as const, margin: 50 };
 const INK = '#1f2933';
@@ -30,15 +35,20 @@ const COLS = [
 ] as const;
 const CELL_PAD = 5;
 
-// The header's two columns: the issuer on the left, the title, number and draft notice on the right.
+// The header's two columns: the issuer on the left, the title, number and draft notice (or a
+// DTE's red box) on the right.
 const ISSUER_SHARE = 0.6;
 const TITLE_SHARE = 0.38;
+const RED_BOX_GAP = 15;
+// Between the last of the content and a DTE's timbre.
+const TIMBRE_GAP = 20;
 
 /** The issuer as the header prints it: its legal profile when it has one, else its name alone. */
-function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[] } {
+function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[]; profile: LegalProfile | null } {
   const profile = legalProfile(merchant);
-  if (!profile) return { name: merchant.name, legal: [] };
+  if (!profile) return { name: merchant.name, legal: [], profile };
   return {
+    profile,
     name: profile.razon_social,
     legal: [
       `${L.issuerRut}: ${profile.rut}`,
@@ -56,6 +66,9 @@ function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal
  * only when the merchant can take payments (decisions §11). Deterministic: the same invoice gives
  * the same bytes, as the creation date (and so the file id) comes from the invoice, not from the
  * clock.
+ *
+ * With `opts.dte` it is SII's printed representation of that DTE: the red box takes the title's
+ * place, the invoice's own number moves to the dates, and the timbre closes the last page.
  */
 export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
   const locale = invoice.locale === 'en' ? 'en' : 'es';
@@ -65,6 +78,9 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   // What a merchant without a payment provider offers on its page is a view, not a payment.
   const linkLabel = merchant.payment_provider !== null ? L.viewAndPayOnline : L.viewOnline;
   const issuer = issuerBlock(merchant, L);
+  const dte = opts.dte ?? null;
+  if (dte && opts.draft) throw new Error('a draft carries no DTE');
+  if (dte && !issuer.profile) throw new Error(`merchant ${merchant.id} has a DTE but no legal profile to print with it`);
 
   const doc = new PDFDocument({
     size: PAGE.size,
@@ -73,7 +89,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     lang: locale === 'es' ? 'es-CL' : 'en-US',
     info: {
       // pdfkit writes these as UTF-16 text strings: any character is kept.
-      Title: `${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim(),
+      Title: dte ? dteTitle(dte) : `${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim(),
       Author: issuer.name,
       Subject: `${L.title} - ${invoice.client_name}`,
       Creator: 'invoicing-api',
@@ -115,9 +131,9 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   watermark();
   doc.on('pageAdded', watermark);
 
-  // Header: the issuer on the left, title and number on the right.
+  // Header: the issuer on the left, title and number (or the red box) on the right.
   const top = PAGE.margin;
-  const issuerW = width * ISSUER_SHARE;
+  const issuerW = dte ? width - RED_BOX_WIDTH - RED_BOX_GAP : width * ISSUER_SHARE;
   // A razón social is often long: a smaller size keeps it to fewer lines.
   doc.font('bold').fontSize(issuer.legal.length > 0 ? 14 : 18).fillColor(INK).text(pdfText(issuer.name), left, top, { width: issuerW });
   doc.moveDown(0.2);
@@ -125,13 +141,19 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   for (const line of issuer.legal) doc.text(pdfText(line), { width: issuerW });
   doc.fillColor(MUTED).text(pdfText(merchant.email), { width: issuerW });
   const merchantBottom = doc.y;
-  doc.font('bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
-  doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });
-  if (opts.draft) {
-    const noticeW = width * TITLE_SHARE;
-    doc.font('regular').fontSize(8).fillColor(ACCENT).text(L.draftNotice, left + width - noticeW, doc.y + 2, { width: noticeW, align: 'right' });
+  let titleBottom: number;
+  if (dte && issuer.profile) {
+    titleBottom = drawRedBox(doc, dte, issuer.profile, right, top);
+  } else {
+    doc.font('bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
+    doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });
+    if (opts.draft) {
+      const noticeW = width * TITLE_SHARE;
+      doc.font('regular').fontSize(8).fillColor(ACCENT).text(L.draftNotice, left + width - noticeW, doc.y + 2, { width: noticeW, align: 'right' });
+    }
+    titleBottom = doc.y;
   }
-  let y = Math.max(merchantBottom, doc.y) + 18;
+  let y = Math.max(merchantBottom, titleBottom) + 18;
   doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
   y += 14;
 
@@ -157,6 +179,8 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     [L.dueDate, formatDate(invoice.due_date, locale)],
     [L.currency, invoice.currency],
   ];
+  // The red box shows the folio: the invoice's own number, which its page and e-mails show, goes here.
+  if (dte) dateLines.unshift([`${L.title} ${L.number}`, invoice.invoice_number ?? '']);
   if (invoice.exchange_rate !== null && invoice.base_currency) {
     dateLines.push([L.exchangeRate, `1 ${invoice.currency} = ${formatRateNumber(invoice.exchange_rate, locale)} ${invoice.base_currency}`]);
   }
@@ -254,6 +278,13 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     }
     doc.font('bold').fontSize(10).fillColor(INK).text(`${linkLabel}:`, left, y, { width });
     doc.font('regular').fontSize(9.5).fillColor('#1d4ed8').text(pdfText(opts.publicUrl), { width, link: opts.publicUrl, underline: true });
+  }
+
+  // The timbre at the bottom left of the last page, on a page of its own when the content reaches it.
+  if (dte) {
+    const stamp = timbre(doc, dte, locale);
+    if (doc.y + TIMBRE_GAP > bottom() - stamp.height) doc.addPage();
+    stamp.draw(left, bottom() - stamp.height);
   }
 
   // Footer on every page: "Página 1 de 2" and the number.

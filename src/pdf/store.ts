@@ -4,7 +4,8 @@ import { clock } from '../clock.js';
 import { getInvoice } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import * as q from './queries.js';
-import { renderInvoicePdf } from './render.js';
+import { findInvoiceDte, type InvoiceDte } from '../dte/queries.js';
+import { renderInvoicePdf, type PrintedDte } from './render.js';
 import { DraftPdfCache, draftPdfs } from './draft-cache.js';
 import { pdfFilename } from './text.js';
 
@@ -19,6 +20,11 @@ export interface InvoicePdf {
 }
 
 const sha256 = (content: Buffer) => createHash('sha256').update(content).digest('hex');
+
+/** What the PDF prints of the invoice's tax document: SII's printed representation (decisions §15). */
+function printedDte(d: InvoiceDte): PrintedDte {
+  return { type: d.dte_type, folio: d.folio, ted: d.ted, resolutionNumber: d.resolucion_numero, resolutionDate: d.resolucion_fecha };
+}
 
 /** The hosted page's address, printed in the PDF as its payment link. */
 export const publicUrlOf = (publicBase: string, token: string) => `${publicBase}/i/${token}`;
@@ -49,7 +55,8 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
     const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl }));
     return { content, sha256: sha256(content), draft, filename };
   }
-  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl });
+  const dte = await findInvoiceDte(db, invoiceId);
+  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl, dte: dte ? printedDte(dte) : undefined });
 
   await q.insertPdfIfAbsent(db, invoiceId, content, sha256(content), clock.now());
   // Read back: when another caller stored first, theirs is the document.

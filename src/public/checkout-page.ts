@@ -10,7 +10,7 @@ import { getInvoiceRow } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import { formatMoment, formatMoney } from '../format.js';
 import { Decimal } from '../money.js';
-import { checkoutUrl, effectiveStatus, ownsInvoice, submitPayment } from '../checkout/service.js';
+import { checkoutUrl, effectiveStatus, gatewayReturn, ownsInvoice, payableSession, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
@@ -158,6 +158,8 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
     declined: s.payment_status === 'failed',
     csrfToken: s.csrf_token,
     payAction: `${base}/pay`,
+    // A redirect gateway's session: Pay submits straight to the gateway's page.
+    gateway: s.provider_redirect,
     declineAction: providerFor(s.provider).simulatesDecline ? `${base}/decline` : null,
     cancelHref: `${base}/cancel`,
     cancelLabel: back.cancel,
@@ -175,13 +177,16 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
  * cancel link: HTML for people, never the API's JSON envelope, even for a 404 or a failure.
  */
 export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): void {
-  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss };
+  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss, secrets: ctx.secrets };
 
   async function submit(request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply, action: CustomerAction) {
     const { token } = request.params;
     const locale = browserLocale(request);
     const s = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
-    if (!s || (action === 'decline' && !providerFor(s.provider).simulatesDecline)) return sendMessagePage(reply, 404, locale, 'notFound');
+    // A redirect gateway's session is paid at the gateway: these forms are not its page's.
+    if (!s || s.provider_redirect || (action === 'decline' && !providerFor(s.provider).simulatesDecline)) {
+      return sendMessagePage(reply, 404, locale, 'notFound');
+    }
     const page = checkoutUrl(ctx.config.publicBaseUrl, token);
     if (!fromOurOrigin(request, ctx.config.publicBaseUrl) || !csrfMatches(request.body, s.csrf_token)) {
       return sendMessagePage(reply, 403, s.locale, 'forbidden', page);
@@ -209,15 +214,40 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
 
       pages.get<{ Params: { token: string } }>('/:token', async (request, reply) => {
         const { token } = request.params;
-        const s = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        const found = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        const s = found && (await payableSession(ctx.sql, found, { publicBase: ctx.config.publicBaseUrl, secrets: ctx.secrets }));
         const html = s ? await renderPage(ctx, s) : null;
         if (!s || !html) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
-        securityHeaders(reply, [s.success_url, s.cancel_url]);
+        securityHeaders(reply, [s.success_url, s.cancel_url, ...(s.provider_redirect ? [s.provider_redirect.url] : [])]);
         return reply.code(200).type('text/html; charset=utf-8').send(html);
       });
 
       pages.post<{ Params: { token: string } }>('/:token/pay', (request, reply) => submit(request, reply, 'pay'));
       pages.post<{ Params: { token: string } }>('/:token/decline', (request, reply) => submit(request, reply, 'decline'));
+
+      // Decisions §16: the customer back from Webpay's form, by GET. token_ws alone: commit it;
+      // TBK_TOKEN (abandoned, or an error page left) or only TBK_ORDEN_COMPRA (a timeout there):
+      // nothing was paid. Each lands where the sandbox's Pay or cancel would.
+      pages.get<{ Params: { token: string }; Querystring: Record<string, string | string[] | undefined> }>('/:token/return', async (request, reply) => {
+        const { token } = request.params;
+        const one = (v: string | string[] | undefined) => (typeof v === 'string' && v.length > 0 && v.length <= 128 ? v : null);
+        const query = request.query;
+        const tbkToken = one(query.TBK_TOKEN);
+        const buyOrder = one(query.TBK_ORDEN_COMPRA);
+        const back = {
+          sessionId: one(query.token_ws),
+          abandoned: tbkToken || buyOrder ? { sessionId: tbkToken, reference: buyOrder } : null,
+        };
+        const outcome = TOKEN.test(token) ? await gatewayReturn(ctx.sql, token, back, deps) : null;
+        if (!outcome) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        if (outcome.kind === 'paid') return redirect(reply, outcome.session.success_url);
+        if (outcome.kind === 'declined' || outcome.kind === 'abandoned') return redirect(reply, outcome.session.cancel_url);
+        // Returned already (a reload, a second tab): the customer lands where the first return did.
+        const current = await sessionByToken(ctx.sql, token);
+        if (!current) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        if (current.status === 'completed') return redirect(reply, current.success_url);
+        return redirect(reply, current.payment_status === 'failed' && current.status === 'pending' ? current.cancel_url : checkoutUrl(ctx.config.publicBaseUrl, token));
+      });
 
       // A link, so a plain GET: it changes nothing, only sends the customer back to the store.
       pages.get<{ Params: { token: string } }>('/:token/cancel', async (request, reply) => {

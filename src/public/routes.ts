@@ -138,7 +138,7 @@ async function peekInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
  * never the API's JSON envelope, even for a 404 or a failure.
  */
 export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void {
-  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss, ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS };
+  const deps = { urls: invoiceUrls(ctx.config), boss: ctx.boss, ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS, secrets: ctx.secrets };
 
   app.register(
     async (pages) => {

@@ -1,12 +1,35 @@
+import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
-import { ProviderError, type PaymentProvider, type PaymentRequest, type PaymentResult, type ProviderSession, type SessionRequest } from './provider.js';
+import { mercadoPagoProvider, setMercadoPagoBaseUrl } from './mercadopago.js';
+import {
+  ProviderError,
+  type Credentials,
+  type NotifiedPayment,
+  type PaymentProvider,
+  type PaymentRequest,
+  type PaymentResult,
+  type ProviderSession,
+  type SessionRequest,
+  type StatusRequest,
+} from './provider.js';
 import { sandboxProvider } from './sandbox.js';
+import { webpayProvider } from './webpay.js';
 
-const providers = new Map<string, PaymentProvider>([[sandboxProvider.name, sandboxProvider]]);
+const providers = new Map<string, PaymentProvider>([
+  [sandboxProvider.name, sandboxProvider],
+  ['webpay', webpayProvider()],
+  ['mercadopago', mercadoPagoProvider()],
+]);
 
 /** Plugs a gateway in under its name; a merchant whose payment_provider has that name uses it. */
 export function registerProvider(provider: PaymentProvider): void {
   providers.set(provider.name, provider);
+}
+
+/** The gateways at the addresses the configuration names (WEBPAY_BASE_URL, MERCADOPAGO_BASE_URL); once per process. */
+export function configureGateways(config: Pick<Config, 'WEBPAY_BASE_URL' | 'MERCADOPAGO_BASE_URL'>): void {
+  registerProvider(webpayProvider(config.WEBPAY_BASE_URL));
+  setMercadoPagoBaseUrl(config.MERCADOPAGO_BASE_URL);
 }
 
 /** The merchant's provider: none set is `provider_not_configured`, an unknown name `invalid_provider`. */
@@ -30,18 +53,35 @@ function providerFailure(provider: PaymentProvider, err: unknown): AppError {
   return Object.assign(unavailable, { cause: err });
 }
 
-export async function openSession(provider: PaymentProvider, req: SessionRequest): Promise<ProviderSession> {
+async function call<T>(provider: PaymentProvider, fn: () => Promise<T>): Promise<T> {
   try {
-    return await provider.createSession(req);
+    return await fn();
   } catch (err) {
     throw providerFailure(provider, err);
   }
 }
 
-export async function confirmPayment(provider: PaymentProvider, req: PaymentRequest): Promise<PaymentResult> {
-  try {
-    return await provider.confirmPayment(req);
-  } catch (err) {
-    throw providerFailure(provider, err);
-  }
+export function openSession(provider: PaymentProvider, req: SessionRequest): Promise<ProviderSession> {
+  return call(provider, () => provider.createSession(req));
+}
+
+export function confirmPayment(provider: PaymentProvider, req: PaymentRequest): Promise<PaymentResult> {
+  return call(provider, () => provider.confirmPayment(req));
+}
+
+/** The session's payment at a gateway that can tell; null when it cannot or nothing was authorised. */
+export function paymentStatus(provider: PaymentProvider, session: StatusRequest, credentials: Credentials): Promise<PaymentResult | null> {
+  return call(provider, async () => (provider.paymentStatus ? provider.paymentStatus(session, credentials) : null));
+}
+
+export function lookupPayment(provider: PaymentProvider, paymentId: string, credentials: Credentials): Promise<NotifiedPayment> {
+  return call(provider, async () => {
+    if (!provider.lookupPayment) throw new ProviderError('invalid_provider', `${provider.name} reports no payments.`);
+    return provider.lookupPayment(paymentId, credentials);
+  });
+}
+
+/** The gateways that can say how a session's payment stands (asked before a session expires). */
+export function statusProviders(): string[] {
+  return [...providers.values()].filter((p) => p.paymentStatus).map((p) => p.name);
 }

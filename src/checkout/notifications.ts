@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import type { Sql } from '../db/client.js';
+import { AppError } from '../errors.js';
+import type { InvoiceDeps } from '../invoices/service.js';
+import type { SecretBox } from '../webhooks/secrets.js';
+import { loadCredentials } from './credentials.js';
+import { lookupPayment, providerFor } from './providers/registry.js';
+import type { Credentials, Notification, PaymentProvider } from './providers/provider.js';
+import { applyNotifiedPayment } from './service.js';
+
+export type NotificationOutcome = 'applied' | 'ignored';
+
+function notFound(): AppError {
+  return new AppError('route_not_found', 'No such notification address.');
+}
+
+function unsigned(provider: PaymentProvider): AppError {
+  return new AppError('invalid_signature', `The notification is not signed with this account's ${provider.name} secret.`);
+}
+
+/**
+ * A gateway's notification to one merchant (decisions §16): verified with the merchant's secret
+ * for that gateway (401 `invalid_signature` otherwise), then the payment it names is looked up
+ * at the gateway, never taken from the notification, and applied to the session its reference
+ * names. Other topics, undecided payments and foreign references are acknowledged and ignored.
+ */
+export async function receiveNotification(
+  sql: Sql,
+  secrets: SecretBox,
+  providerName: string,
+  merchantId: string,
+  notification: Notification,
+  deps: InvoiceDeps,
+): Promise<NotificationOutcome> {
+  let provider: PaymentProvider;
+  try {
+    provider = providerFor(providerName);
+  } catch {
+    throw notFound();
+  }
+  if (!provider.verifyNotification || !z.uuid().safeParse(merchantId).success) throw notFound();
+  let credentials: Credentials;
+  try {
+    credentials = await loadCredentials(sql, secrets, merchantId, provider);
+  } catch {
+    // No secret to verify with: nothing this account sent us can be trusted.
+    throw unsigned(provider);
+  }
+  if (!provider.verifyNotification(notification, credentials)) throw unsigned(provider);
+  if (notification.type !== 'payment') return 'ignored';
+  const notified = await lookupPayment(provider, notification.dataId, credentials);
+  if (!notified.result || !notified.checkoutId || !z.uuid().safeParse(notified.checkoutId).success) return 'ignored';
+  const applied = await applyNotifiedPayment(sql, merchantId, provider, notified.checkoutId, notified, notified.result, deps);
+  return applied ? 'applied' : 'ignored';
+}

@@ -1,0 +1,52 @@
+// The EnvioDTE: the signed DTE in a SetDTE with its Carátula, the whole set signed again; what is
+// uploaded to SII and kept as the invoice's tax document.
+import { create } from 'xmlbuilder2';
+import type { SigningIdentity } from './certificate.js';
+import { SII_NAMESPACE } from './document.js';
+import { signElement } from './sign.js';
+import { latin1Bytes } from './xml.js';
+
+// SII's own RUT: the receiver of every EnvioDTE uploaded to it.
+export const SII_RUT = '60803000-K';
+const SET_ID = 'SetDoc';
+// A comment marks where the signed DTE goes: it is placed as the text it was signed as.
+const DTE_PLACE = '<!--DTE-->';
+
+export interface Caratula {
+  rutEmisor: string;
+  /** The RUT of the person whose certificate signs. */
+  rutEnvia: string;
+  resolucionFecha: string;
+  resolucionNumero: number;
+  signedAt: string;
+  dteType: number;
+}
+
+/** The signed EnvioDTE of one signed DTE, as its ISO-8859-1 bytes with their declaration. */
+export function buildEnvioDte(c: Caratula, signedDte: string, identity: SigningIdentity): Buffer {
+  const envelope = create({
+    EnvioDTE: {
+      '@xmlns': SII_NAMESPACE,
+      '@xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
+      '@xsi:schemaLocation': `${SII_NAMESPACE} EnvioDTE_v10.xsd`,
+      '@version': '1.0',
+      SetDTE: {
+        '@ID': SET_ID,
+        Caratula: {
+          '@version': '1.0',
+          RutEmisor: c.rutEmisor,
+          RutEnvia: c.rutEnvia,
+          RutReceptor: SII_RUT,
+          FchResol: c.resolucionFecha,
+          NroResol: String(c.resolucionNumero),
+          TmstFirmaEnv: c.signedAt,
+          SubTotDTE: { TpoDTE: String(c.dteType), NroDTE: '1' },
+        },
+        '!': 'DTE',
+      },
+    },
+  }).end({ headless: true });
+  if (!envelope.includes(DTE_PLACE)) throw new Error('the EnvioDTE lost the place of its DTE');
+  const signed = signElement(envelope.replace(DTE_PLACE, signedDte), 'SetDTE', identity);
+  return latin1Bytes(`<?xml version="1.0" encoding="ISO-8859-1"?>\n${signed}`);
+}

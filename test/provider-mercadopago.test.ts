@@ -1,0 +1,206 @@
+// Mercado Pago Checkout Pro (decisions §16) through the official mercadopago SDK, unchanged,
+// against a stand-in of its REST API and init_point page reached at MERCADOPAGO_BASE_URL: the
+// preference of each session, a payment confirmed only by the signed notification and a lookup
+// (never by the browser's return), declines, replayed and out-of-order notifications, a bad
+// signature (401), Mercado Pago down or refusing the token, and the hosted invoice page's Pay.
+import t from 'tap';
+import { TEST_ENV, testApp, type TestApp } from './helpers/app.js';
+import { assertError } from './helpers/assertions.js';
+import { checkoutBody } from './helpers/checkout.js';
+import { runCli } from './helpers/cli.js';
+import { payFormOf, sentInvoice, submitForm } from './helpers/invoice-pay.js';
+import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn, type MercadoPagoStandIn } from './helpers/mercadopago-standin.js';
+import { configureProvider } from '../src/checkout/provider-settings.js';
+
+async function seller(h: TestApp) {
+  const m = await h.merchant();
+  await configureProvider(h.sql, h.ctx.secrets, m.id, 'mercadopago', { access_token: MP_ACCESS_TOKEN, webhook_secret: MP_WEBHOOK_SECRET });
+  const { key } = await h.key(['*'], { merchantId: m.id });
+  return { merchantId: m.id, key };
+}
+
+const local = (url: string) => {
+  const u = new URL(url);
+  return `${u.pathname}${u.search}`;
+};
+
+async function create(h: TestApp, key: string) {
+  const res = await h.api('POST', '/checkout', { key, body: checkoutBody() });
+  if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
+  return res.body as { checkout_id: string; checkout_url: string; invoice_id: string };
+}
+
+/** The hosted checkout page's Pay form: a GET to the init_point, its query as fields. */
+async function gatewayForm(h: TestApp, checkoutUrl: string) {
+  const page = await h.app.inject({ url: local(checkoutUrl) });
+  const m = /<form method="get" action="([^"]+)">\s*<input type="hidden" name="pref_id" value="([^"]+)">/.exec(page.body);
+  return { action: m?.[1] ?? null, preference: m?.[2] ?? null, csp: String(page.headers['content-security-policy']) };
+}
+
+async function paymentsOf(h: TestApp, invoiceId: string) {
+  return h.sql<{ status: string; provider: string; transaction_id: string }[]>`
+    SELECT status, provider, transaction_id FROM payments WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
+}
+
+async function eventCount(h: TestApp, merchantId: string, type: string): Promise<number> {
+  const [row] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM events WHERE merchant_id = ${merchantId} AND type = ${type}`;
+  return row!.n;
+}
+
+t.test('mercadopago', async (t) => {
+  const mp: MercadoPagoStandIn = await startMercadoPagoStandIn(t);
+  const h = await testApp(t, { MERCADOPAGO_BASE_URL: mp.url });
+  // Notifications reach the app as Mercado Pago's POSTs would, injected.
+  mp.deliver = async (url, headers, body) => (await h.app.inject({ method: 'POST', url: local(url), headers, payload: body })).statusCode;
+  const status = async (key: string, id: string) => (await h.api('GET', `/checkout/${id}/status`, { key })).body;
+
+  t.test('credentials from the environment through the CLI, never printed; can_charge', async (t) => {
+    const m = await h.merchant();
+    const { key } = await h.key(['*'], { merchantId: m.id });
+    process.env.ENCRYPTION_KEY = TEST_ENV.ENCRYPTION_KEY;
+    process.env.MP_TEST_TOKEN = MP_ACCESS_TOKEN;
+    process.env.MP_TEST_SECRET = MP_WEBHOOK_SECRET;
+    const onlyToken = await runCli(h.dbUrl, 'merchants', 'set-provider', '--merchant', m.id, '--payment-provider', 'mercadopago', '--access-token-env', 'MP_TEST_TOKEN');
+    t.equal(onlyToken.out.error.code, 'provider_credentials_missing');
+    const set = await runCli(h.dbUrl, 'merchants', 'set-provider', '--merchant', m.id, '--payment-provider', 'mercadopago', '--access-token-env', 'MP_TEST_TOKEN', '--webhook-secret-env', 'MP_TEST_SECRET');
+    t.equal(set.code, 0);
+    t.match(set.out, { payment_provider: 'mercadopago', provider_credentials: { provider: 'mercadopago', fields_set: ['access_token', 'webhook_secret'] } });
+    t.notOk(JSON.stringify(set.out).includes(MP_ACCESS_TOKEN) || JSON.stringify(set.out).includes(MP_WEBHOOK_SECRET), 'no secret printed');
+    t.equal((await h.api('GET', '/me', { key })).body.can_charge, true);
+    const mixed = await runCli(h.dbUrl, 'merchants', 'set-provider', '--merchant', m.id, '--payment-provider', 'mercadopago', '--commerce-code', '5970', '--access-token-env', 'MP_TEST_TOKEN', '--webhook-secret-env', 'MP_TEST_SECRET');
+    t.equal(mixed.out.error.details.errors[0].path, 'commerce_code', "another gateway's field is named");
+  });
+
+  t.test('a payment: preference, init_point, the notification and lookup pay it; the browser’s return alone does not', async (t) => {
+    const { merchantId, key } = await seller(h);
+    const c = await create(h, key);
+    const pref = [...mp.preferences.values()].find((p) => p.body.external_reference === c.checkout_id)!;
+    t.ok(pref, 'a preference per session, external_reference = our checkout id');
+    t.same(pref.body.back_urls, { success: c.checkout_url, failure: c.checkout_url, pending: c.checkout_url });
+    t.equal(pref.body.notification_url, `http://invoicing.test/providers/mercadopago/notifications/${merchantId}`);
+    t.match(pref.body.items[0], { unit_price: 11900, currency_id: 'CLP', title: 'Pedido 1001' });
+    const form = await gatewayForm(h, c.checkout_url);
+    t.equal(form.action, `${mp.url}/checkout/v1/redirect`);
+    t.equal(form.preference, pref.id);
+    t.ok(form.csp.includes(mp.url), 'the page may send the customer to Mercado Pago');
+
+    // The notification is lost on the way: the customer's return shows the page, still unpaid.
+    const deliver = mp.deliver;
+    mp.deliver = async () => 0;
+    const { payment, backUrl } = await mp.pay(pref.id);
+    mp.deliver = deliver;
+    const returned = await h.app.inject({ url: local(backUrl) });
+    t.equal(returned.statusCode, 200, 'the back URL is the checkout page');
+    t.match(await status(key, c.checkout_id), { status: 'pending', payment_status: 'unpaid' }, 'status=approved in the URL pays nothing');
+    t.equal((await paymentsOf(h, c.invoice_id)).length, 0);
+
+    t.equal(await mp.notify(payment.id), 200);
+    t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
+    t.same(await paymentsOf(h, c.invoice_id), [{ status: 'succeeded', provider: 'mercadopago', transaction_id: String(payment.id) }]);
+    t.match((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body, { status: 'paid', payment_reference: { provider: 'mercadopago', transaction_id: String(payment.id) } });
+    t.match((await h.app.inject({ url: local(backUrl) })).body, /data-state="completed"/, 'the page now says paid');
+
+    t.test('replayed, duplicated and out-of-order notifications change nothing', async (t) => {
+      t.same(await Promise.all([mp.notify(payment.id), mp.notify(payment.id)]), [200, 200]);
+      t.equal((await paymentsOf(h, c.invoice_id)).length, 1, 'the same payment applied once');
+      t.equal(await eventCount(h, merchantId, 'payment.succeeded'), 1);
+      t.equal(await eventCount(h, merchantId, 'checkout.completed'), 1);
+      // An earlier attempt's rejection arriving late: recorded as what it was, never undoing the payment.
+      const late = await mp.pay(pref.id, false);
+      t.equal(late.notified, 200);
+      t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
+      t.equal((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body.status, 'paid');
+    });
+  });
+
+  t.test('declined: payment.failed, the session stays payable, a later approval pays it', async (t) => {
+    const { key } = await seller(h);
+    const c = await create(h, key);
+    const pref = (await gatewayForm(h, c.checkout_url)).preference!;
+    const declined = await mp.pay(pref, false);
+    t.equal(declined.notified, 200);
+    t.match(await status(key, c.checkout_id), { status: 'pending', payment_status: 'failed' });
+    t.same(await paymentsOf(h, c.invoice_id), [{ status: 'failed', provider: 'mercadopago', transaction_id: String(declined.payment.id) }]);
+    await mp.pay(pref);
+    t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
+  });
+
+  t.test('a notification not signed with the merchant’s secret: 401 invalid_signature, nothing looked up or applied', async (t) => {
+    const { key } = await seller(h);
+    const c = await create(h, key);
+    const pref = (await gatewayForm(h, c.checkout_url)).preference!;
+    const deliver = mp.deliver;
+    let answer: Awaited<ReturnType<typeof h.api>> | null = null;
+    mp.deliver = async (url, headers, body) => {
+      const res = await h.app.inject({ method: 'POST', url: local(url), headers, payload: body });
+      answer = { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body), raw: res.body };
+      return res.statusCode;
+    };
+    const { payment } = await mp.pay(pref);
+    const calls = mp.calls.length;
+    t.equal(await mp.notify(payment.id, { secret: 'someone-else' }), 401);
+    assertError(t, answer!, 401, 'invalid_signature');
+    t.equal(mp.calls.length, calls, 'Mercado Pago was not asked');
+    mp.deliver = deliver;
+    const forged = await h.app.inject({
+      method: 'POST',
+      url: local(`${mp.preferences.get(pref)!.body.notification_url}?data.id=${payment.id}&type=payment`),
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ type: 'payment', data: { id: String(payment.id) } }),
+    });
+    t.equal(forged.statusCode, 401, 'an unsigned one too');
+    // (The stand-in's own, correctly signed, delivery of this payment paid it above.)
+    t.equal((await paymentsOf(h, c.invoice_id)).length, 1);
+  });
+
+  t.test('Mercado Pago down: 503 provider_unavailable, nothing created; a refused token: 400 merchant_misconfigured; a lookup while down is retried', async (t) => {
+    const { merchantId, key } = await seller(h);
+    const counts = async () =>
+      (await h.sql<{ n: number }[]>`
+        SELECT (SELECT count(*) FROM invoices WHERE merchant_id = ${merchantId}) + (SELECT count(*) FROM clients WHERE merchant_id = ${merchantId})
+             + (SELECT count(*) FROM checkout_sessions WHERE merchant_id = ${merchantId}) AS n`)[0]!.n;
+    mp.down = true;
+    const down = await h.api('POST', '/checkout', { key, body: checkoutBody() });
+    mp.down = false;
+    assertError(t, down, 503, 'provider_unavailable');
+    t.equal(Number(await counts()), 0, 'nothing created');
+    mp.accessToken = 'APP_USR-revoked';
+    const refused = await h.api('POST', '/checkout', { key, body: checkoutBody() });
+    mp.accessToken = MP_ACCESS_TOKEN;
+    assertError(t, refused, 400, 'merchant_misconfigured');
+    t.equal(Number(await counts()), 0);
+
+    const c = await create(h, key);
+    const pref = (await gatewayForm(h, c.checkout_url)).preference!;
+    const deliver = mp.deliver;
+    mp.deliver = async (url, headers, body) => {
+      mp.down = true;
+      try {
+        return await deliver(url, headers, body);
+      } finally {
+        mp.down = false;
+      }
+    };
+    const { payment, notified } = await mp.pay(pref);
+    mp.deliver = deliver;
+    t.equal(notified, 503, 'the lookup failed: Mercado Pago is told to retry');
+    t.equal((await status(key, c.checkout_id)).status, 'pending');
+    t.equal(await mp.notify(payment.id), 200);
+    t.equal((await status(key, c.checkout_id)).status, 'completed', 'the retry pays it');
+  });
+
+  t.test("the hosted invoice page's Pay opens a Mercado Pago checkout; the notification pays the invoice", async (t) => {
+    const { key } = await seller(h);
+    const inv = await sentInvoice(h, key);
+    const pay = payFormOf((await h.app.inject({ url: local(inv.public_url) })).body);
+    t.ok(pay);
+    const opened = await submitForm(h, pay!);
+    const checkout = String(opened.headers.location);
+    const form = await gatewayForm(h, checkout);
+    t.equal(form.action, `${mp.url}/checkout/v1/redirect`);
+    const pref = mp.preferences.get(form.preference!)!;
+    t.same(pref.body.back_urls.success, checkout);
+    await mp.pay(pref.id);
+    t.equal((await h.api('GET', `/invoices/${inv.invoice_id}`, { key })).body.status, 'paid');
+  });
+});
