@@ -9,6 +9,7 @@ import { API_PREFIX } from '../src/http/urls.js';
 import { formatDate, formatMoney } from '../src/format.js';
 import { getInvoice, getInvoiceRow } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
+import { chargingMerchant } from '../src/checkout/credentials.js';
 import { legalProfile } from '../src/merchants/legal-profile.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
 import { findInvoiceDte } from '../src/dte/queries.js';
@@ -62,7 +63,7 @@ async function composeEndpointDisabled(deps: WorkerDeps, email: EmailRow): Promi
 async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
   if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
   if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
-  const [invoice, merchant] = await Promise.all([getInvoice(deps.sql, email.merchant_id, email.invoice_id), getMerchant(deps.sql, email.merchant_id)]);
+  const [invoice, merchant] = await Promise.all([getInvoice(deps.sql, email.merchant_id, email.invoice_id), chargingMerchant(deps.sql, email.merchant_id)]);
   if (!invoice || !merchant) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
   const locale = email.locale;
   const vars = {
@@ -86,7 +87,7 @@ async function compose(deps: WorkerDeps, email: EmailRow): Promise<Composed> {
   const rendered = renderEmail(email.kind as EmailKind, locale, vars, {
     customMessage,
     // Decisions §11: the button offers to pay only where the hosted page can take the payment.
-    canPay: merchant.payment_provider !== null,
+    canPay: merchant.can_charge,
     issuer: legalProfile(merchant),
   });
   const attachments: Mail.Attachment[] = [];

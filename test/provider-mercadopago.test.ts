@@ -2,7 +2,8 @@
 // against a stand-in of its REST API and init_point page reached at MERCADOPAGO_BASE_URL: the
 // preference of each session, a payment confirmed only by the signed notification and a lookup
 // (never by the browser's return), declines, replayed and out-of-order notifications, a bad
-// signature (401), Mercado Pago down or refusing the token, and the hosted invoice page's Pay.
+// signature (401), Mercado Pago down or refusing the token, a session whose notification never
+// came resolved by a search of its payments before it expires, and the hosted invoice page's Pay.
 import t from 'tap';
 import { TEST_ENV, testApp, type TestApp } from './helpers/app.js';
 import { assertError } from './helpers/assertions.js';
@@ -11,6 +12,8 @@ import { runCli } from './helpers/cli.js';
 import { payFormOf, sentInvoice, submitForm } from './helpers/invoice-pay.js';
 import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn, type MercadoPagoStandIn } from './helpers/mercadopago-standin.js';
 import { configureProvider } from '../src/checkout/provider-settings.js';
+import { expireOnSchedule } from '../src/checkout/service.js';
+import { invoiceUrls } from '../src/http/urls.js';
 
 async function seller(h: TestApp) {
   const m = await h.merchant();
@@ -27,7 +30,7 @@ const local = (url: string) => {
 async function create(h: TestApp, key: string) {
   const res = await h.api('POST', '/checkout', { key, body: checkoutBody() });
   if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
-  return res.body as { checkout_id: string; checkout_url: string; invoice_id: string };
+  return res.body as { checkout_id: string; checkout_url: string; invoice_id: string; expires_at: string };
 }
 
 /** The hosted checkout page's Pay form: a GET to the init_point, its query as fields. */
@@ -187,6 +190,44 @@ t.test('mercadopago', async (t) => {
     t.equal((await status(key, c.checkout_id)).status, 'pending');
     t.equal(await mp.notify(payment.id), 200);
     t.equal((await status(key, c.checkout_id)).status, 'completed', 'the retry pays it');
+  });
+
+  t.test('before a session expires its payments are searched: approved is paid, none or rejected expires; Mercado Pago down keeps it pending', async (t) => {
+    const { key } = await seller(h);
+    const deps = { urls: invoiceUrls(h.ctx.config), boss: h.ctx.boss, secrets: h.ctx.secrets };
+    const after = (c: { expires_at: string }) => new Date(Date.parse(c.expires_at) + 1000);
+    const searches = () => mp.calls.filter((c) => c === 'GET /v1/payments/search').length;
+
+    // Paid at Mercado Pago, its notification lost for good.
+    const paid = await create(h, key);
+    const { payment } = await mp.pay((await gatewayForm(h, paid.checkout_url)).preference!, true, { notify: false });
+    t.match(await status(key, paid.checkout_id), { status: 'pending', payment_status: 'unpaid' });
+    mp.down = true;
+    await t.rejects(expireOnSchedule(h.sql, paid.checkout_id, after(paid), deps), 'Mercado Pago down: the job fails and is retried');
+    mp.down = false;
+    t.match(await status(key, paid.checkout_id), { status: 'pending' }, 'nothing expired meanwhile');
+    const asked = searches();
+    t.equal(await expireOnSchedule(h.sql, paid.checkout_id, after(paid), deps), false, 'not expired');
+    t.equal(searches(), asked + 1, 'its payments were searched');
+    t.match(await status(key, paid.checkout_id), { status: 'completed', payment_status: 'paid' });
+    t.same(await paymentsOf(h, paid.invoice_id), [{ status: 'succeeded', provider: 'mercadopago', transaction_id: String(payment.id) }]);
+    t.match((await h.api('GET', `/invoices/${paid.invoice_id}`, { key })).body, { status: 'paid', payment_reference: { provider: 'mercadopago', transaction_id: String(payment.id) } });
+    t.equal(await mp.notify(payment.id), 200, 'the notification, arriving after all');
+    t.equal((await paymentsOf(h, paid.invoice_id)).length, 1, 'applies nothing twice');
+
+    // Declined, and approved for another amount under the same reference: neither is this checkout's payment.
+    const declined = await create(h, key);
+    const pref = (await gatewayForm(h, declined.checkout_url)).preference!;
+    await mp.pay(pref, false, { notify: false });
+    mp.payments.get((await mp.pay(pref, true, { notify: false })).payment.id)!.transaction_amount = 1;
+    t.equal(await expireOnSchedule(h.sql, declined.checkout_id, after(declined), deps), true, 'expired');
+    t.match(await status(key, declined.checkout_id), { status: 'expired', payment_status: 'unpaid' });
+    t.equal((await h.api('GET', `/invoices/${declined.invoice_id}`, { key })).body.status, 'cancelled');
+    t.same(await paymentsOf(h, declined.invoice_id), []);
+
+    const untouched = await create(h, key);
+    t.equal(await expireOnSchedule(h.sql, untouched.checkout_id, after(untouched), deps), true, 'never paid: expired as before');
+    t.equal((await h.api('GET', `/invoices/${untouched.invoice_id}`, { key })).body.status, 'cancelled');
   });
 
   t.test("the hosted invoice page's Pay opens a Mercado Pago checkout; the notification pays the invoice", async (t) => {

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/client.js';
+import type { MerchantRow } from '../merchants/queries.js';
 
 export interface CredentialsRow {
   merchant_id: string;
@@ -20,12 +21,11 @@ export async function getCredentials(db: Queryable, merchantId: string, provider
   return rows[0] ?? null;
 }
 
-/** The fields set for the merchant's current provider (empty when none are stored), read without the key. */
-export async function currentProviderFields(db: Queryable, merchantId: string): Promise<{ provider: string | null; fields: string[] } | null> {
-  const rows = await db<{ provider: string | null; fields: string[] | null }[]>`
-    SELECT m.payment_provider AS provider, c.fields
+/** The merchant with the credential fields set for its current provider (empty when none are stored), read without the key. */
+export async function merchantWithProviderFields(db: Queryable, merchantId: string): Promise<(MerchantRow & { provider_fields: string[] }) | null> {
+  const rows = await db<(MerchantRow & { provider_fields: string[] })[]>`
+    SELECT m.*, coalesce(c.fields, '{}') AS provider_fields
       FROM merchants m LEFT JOIN provider_credentials c ON c.merchant_id = m.id AND c.provider = m.payment_provider
      WHERE m.id = ${merchantId}`;
-  const row = rows[0];
-  return row ? { provider: row.provider, fields: row.fields ?? [] } : null;
+  return rows[0] ?? null;
 }

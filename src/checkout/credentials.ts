@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/client.js';
+import type { MerchantRow } from '../merchants/queries.js';
 import { AppError } from '../errors.js';
 import type { SecretBox } from '../webhooks/secrets.js';
-import { providerFor } from './providers/registry.js';
+import { knownProvider } from './providers/registry.js';
 import type { Credentials, PaymentProvider } from './providers/provider.js';
 import * as q from './credentials-queries.js';
 
@@ -35,15 +36,24 @@ export async function loadCredentials(db: Queryable, secrets: SecretBox, merchan
   return opened as Credentials;
 }
 
-/** Decisions §16: the merchant can take payments when its provider is known and its credentials complete. */
+/** A merchant as the documents its customers read see it: whether its hosted page takes payments. */
+export type ChargingMerchant = MerchantRow & { can_charge: boolean };
+
+/**
+ * Decisions §11 and §16: the merchant can take payments when its provider is known and its
+ * credentials complete (the sandbox needs none). The one rule behind `GET /me` `can_charge`, the
+ * hosted invoice page's Pay button and the "view and pay" of its PDF and e-mails, read with the
+ * merchant in one query.
+ */
+export async function chargingMerchant(db: Queryable, merchantId: string): Promise<ChargingMerchant | null> {
+  const row = await q.merchantWithProviderFields(db, merchantId);
+  if (!row) return null;
+  const { provider_fields: fields, ...merchant } = row;
+  const provider = knownProvider(merchant.payment_provider);
+  return { ...merchant, can_charge: provider !== null && required(provider).every((f) => fields.includes(f)) };
+}
+
+/** `GET /me` `can_charge`. */
 export async function canCharge(db: Queryable, merchantId: string): Promise<boolean> {
-  const current = await q.currentProviderFields(db, merchantId);
-  if (!current?.provider) return false;
-  let provider: PaymentProvider;
-  try {
-    provider = providerFor(current.provider);
-  } catch {
-    return false;
-  }
-  return required(provider).every((f) => current.fields.includes(f));
+  return (await chargingMerchant(db, merchantId))?.can_charge ?? false;
 }

@@ -1,19 +1,18 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
-import { getMerchant } from '../merchants/queries.js';
 import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import type { InvoiceDeps } from '../invoices/service.js';
 import { Decimal } from '../money.js';
 import { providerFor } from './providers/registry.js';
-import { loadCredentials } from './credentials.js';
+import { chargingMerchant, loadCredentials } from './credentials.js';
 import { expireCheckout, newSession, openGatewaySession, scheduleExpiry, type GatewayDeps } from './service.js';
 import * as q from './queries.js';
 
 /** How long a session can be paid, as for POST /checkout, the gateway's credentials, and what expiring one needs. */
 export type InvoiceSessionDeps = InvoiceDeps & Pick<GatewayDeps, 'ttlSeconds' | 'secrets'>;
 
-/** The session to send the customer to, or nothing to pay (paid, cancelled, nothing due, no provider). */
+/** The session to send the customer to, or nothing to pay (paid, cancelled, nothing due, a merchant that cannot charge). */
 export type InvoiceCheckout = { kind: 'session'; session: q.CheckoutRow } | { kind: 'unpayable' };
 
 // The session's description column, and what a gateway's page shows of it.
@@ -51,9 +50,10 @@ export async function invoiceCheckout(
 ): Promise<InvoiceCheckout> {
   const current = await q.pendingSessionOfInvoice(sql, merchantId, invoiceId);
   if (current && current.expires_at > clock.now()) return { kind: 'session', session: current };
-  const [invoice, merchant] = await Promise.all([getInvoice(sql, merchantId, invoiceId), getMerchant(sql, merchantId)]);
+  const [invoice, merchant] = await Promise.all([getInvoice(sql, merchantId, invoiceId), chargingMerchant(sql, merchantId)]);
   const amount = invoice && amountDue(invoice);
-  if (!invoice || !merchant?.payment_provider || !amount) return { kind: 'unpayable' };
+  // As the page decides whether it shows Pay: a stale page's Pay leads back to it, which says why.
+  if (!invoice || !merchant?.can_charge || !amount) return { kind: 'unpayable' };
   const description = describe(invoice);
   const provider = providerFor(merchant.payment_provider);
   const opened = await openGatewaySession(

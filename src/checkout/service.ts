@@ -392,9 +392,10 @@ export async function gatewayReturn(sql: Sql, token: string, back: GatewayReturn
 export type ResolveDeps = InvoiceDeps & { secrets: SecretBox };
 
 /**
- * A session at its deadline whose customer never came back from the gateway: the gateway is asked
- * (no transaction open) and a payment it authorised is recorded, so the expiry cannot drop one.
- * False when there was nothing to apply.
+ * A session at its deadline whose customer never came back from the gateway (Webpay) or whose
+ * payment was never notified (Mercado Pago): the gateway is asked (no transaction open) and a
+ * payment it authorised is recorded, so the expiry cannot drop one. False when there was nothing
+ * to apply.
  */
 export async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveDeps): Promise<boolean> {
   const provider = providerFor(s.provider);

@@ -13,6 +13,8 @@ export interface RenderOptions {
   draft: boolean;
   /** The hosted invoice page (`public_url`): printed as the payment link. */
   publicUrl: string;
+  /** The merchant can take payments on that page (`can_charge`): the link says "view and pay", else "view". */
+  canCharge?: boolean;
   /** An issued DTE: the PDF becomes SII's printed representation of it (decisions §15). Never on a draft. */
   dte?: PrintedDte;
 }
@@ -75,8 +77,8 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   const L = pdfLabels(locale);
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const numberText = opts.draft ? L.draft : `${L.number} ${invoice.invoice_number ?? ''}`;
-  // What a merchant without a payment provider offers on its page is a view, not a payment.
-  const linkLabel = merchant.payment_provider !== null ? L.viewAndPayOnline : L.viewOnline;
+  // What a merchant that cannot charge offers on its page is a view, not a payment.
+  const linkLabel = opts.canCharge ? L.viewAndPayOnline : L.viewOnline;
   const issuer = issuerBlock(merchant, L);
   const dte = opts.dte ?? null;
   if (dte && opts.draft) throw new Error('a draft carries no DTE');
@@ -85,6 +87,9 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   const doc = new PDFDocument({
     size: PAGE.size,
     margin: PAGE.margin,
+    // The document's first font is the embedded face: pdfkit's default would load and parse
+    // Helvetica's metrics for every document, only to be replaced.
+    font: pdfFonts().regular as unknown as string,
     bufferPages: true,
     lang: locale === 'es' ? 'es-CL' : 'en-US',
     info: {

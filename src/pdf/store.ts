@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { getInvoice } from '../invoices/queries.js';
-import { getMerchant } from '../merchants/queries.js';
+import { chargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
 import { findInvoiceDte, type InvoiceDte } from '../dte/queries.js';
 import { renderInvoicePdf, type PrintedDte } from './render.js';
@@ -46,17 +46,17 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
   if (stored) return { content: stored.content, sha256: stored.sha256, draft: false, filename: pdfFilename(stored.invoice) };
   const invoice = await getInvoice(db, merchantId, invoiceId);
   if (!invoice) return null;
-  const merchant = await getMerchant(db, merchantId);
+  const merchant = await chargingMerchant(db, merchantId);
   if (!merchant) return null;
   const filename = pdfFilename(invoice);
   const draft = invoice.status === 'draft';
   const publicUrl = publicUrlOf(publicBase, invoice.public_token);
   if (draft) {
-    const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl }));
+    const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl, canCharge: merchant.can_charge }));
     return { content, sha256: sha256(content), draft, filename };
   }
   const dte = await findInvoiceDte(db, invoiceId);
-  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl, dte: dte ? printedDte(dte) : undefined });
+  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
 
   await q.insertPdfIfAbsent(db, invoiceId, content, sha256(content), clock.now());
   // Read back: when another caller stored first, theirs is the document.

@@ -2,7 +2,7 @@ import { amountDue } from '../checkout/invoice-session.js';
 import { formatRut } from '../clients/rut.js';
 import { formatDate, formatMoment, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
-import type { MerchantRow } from '../merchants/queries.js';
+import type { ChargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
 
@@ -27,11 +27,11 @@ export interface PayForm {
  * the merchant can charge, and the merchant's own payment instructions (or, with none, a word to
  * contact it) when it cannot (decisions §11).
  */
-export function invoiceView(invoice: InvoiceWithItems, merchant: MerchantRow, L: PublicLabels, pdfUrl: string, payForm: PayForm) {
+export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchant, L: PublicLabels, pdfUrl: string, payForm: PayForm) {
   const locale = invoice.locale;
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const due = amountDue(invoice);
-  const canCharge = merchant.payment_provider !== null;
+  const canCharge = merchant.can_charge;
   return {
     lang: locale,
     labels: L,

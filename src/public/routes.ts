@@ -8,7 +8,7 @@ import { apiBase, invoiceUrls, publicInvoiceUrl } from '../http/urls.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import type { Locale } from '../invoices/schemas.js';
 import { invoiceResource } from '../invoices/service.js';
-import { getMerchant, type MerchantRow } from '../merchants/queries.js';
+import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import { checkoutUrl } from '../checkout/service.js';
 import { invoiceCheckout } from '../checkout/invoice-session.js';
 import { pdfHeaders } from '../pdf/routes.js';
@@ -93,7 +93,7 @@ export function sendTooManyPage(request: FastifyRequest, reply: FastifyReply, re
   return sendMessagePage(reply, 429, browserLocale(request), 'tooMany');
 }
 
-function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: MerchantRow): string {
+function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: ChargingMerchant): string {
   const a = load();
   const page = publicInvoiceUrl(ctx, invoice.public_token);
   const payForm = { action: `${page}/pay`, csrfToken: invoicePayToken(ctx.secrets, invoice.public_token) };
@@ -110,7 +110,7 @@ function redirect(reply: FastifyReply, to: string): FastifyReply {
  * sent → viewed and emits `invoice.viewed`; every view sets `last_viewed_at`. Null for an
  * unknown token or a draft (a draft has no public page).
  */
-async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: MerchantRow } | null> {
+async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: ChargingMerchant } | null> {
   const urls = { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl };
   return ctx.sql.begin(async (tx) => {
     const now = clock.now();
@@ -118,7 +118,7 @@ async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
     const target = firstView ?? (await q.touchViewed(tx, token, now));
     if (!target) return null;
     const invoice = await getInvoice(tx, target.merchant_id, target.id);
-    const merchant = await getMerchant(tx, target.merchant_id);
+    const merchant = await chargingMerchant(tx, target.merchant_id);
     if (!invoice || !merchant) return null;
     if (firstView) await emitEvent(tx, ctx.boss, target.merchant_id, 'invoice.viewed', { object: invoiceResource(invoice, urls) });
     return { invoice, merchant };
@@ -126,10 +126,10 @@ async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
 }
 
 /** Reads without recording a view (HEAD requests: link checkers, prefetchers). */
-async function peekInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: MerchantRow } | null> {
+async function peekInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: ChargingMerchant } | null> {
   const target = await q.invoiceByToken(ctx.sql, token);
   if (!target || target.status === 'draft') return null;
-  const [invoice, merchant] = await Promise.all([getInvoice(ctx.sql, target.merchant_id, target.id), getMerchant(ctx.sql, target.merchant_id)]);
+  const [invoice, merchant] = await Promise.all([getInvoice(ctx.sql, target.merchant_id, target.id), chargingMerchant(ctx.sql, target.merchant_id)]);
   return invoice && merchant ? { invoice, merchant } : null;
 }
 

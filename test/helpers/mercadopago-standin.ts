@@ -32,11 +32,12 @@ const overHttp: Deliver = async (url, headers, body) => (await fetch(url, { meth
 
 /**
  * Mercado Pago's Checkout Pro, as far as the official SDK and a customer's browser see it:
- * preferences (POST /checkout/preferences/), payments (GET /v1/payments/{id}) behind the Bearer
- * access token, and the init_point page where the customer pays or is declined; each payment is
- * notified, signed as Mercado Pago signs (x-signature over id, request-id and ts), to the
- * preference's notification_url before the browser is sent to its back URL. Scriptable: `down`
- * answers 503, `accessToken` is the only token accepted (else 401), `notify` replays.
+ * preferences (POST /checkout/preferences/), payments (GET /v1/payments/{id}, and GET
+ * /v1/payments/search by external_reference and status) behind the Bearer access token, and the
+ * init_point page where the customer pays or is declined; each payment is notified, signed as
+ * Mercado Pago signs (x-signature over id, request-id and ts), to the preference's
+ * notification_url before the browser is sent to its back URL. Scriptable: `down` answers 503,
+ * `accessToken` is the only token accepted (else 401), `notify` replays.
  */
 export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): void }) {
   const preferences = new Map<string, MpPreference>();
@@ -65,6 +66,11 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     });
   }
 
+  /** A payment as the API answers it. */
+  function resource(p: MpPayment) {
+    return { ...p, status_detail: p.status === 'approved' ? 'accredited' : 'cc_rejected_other_reason', payment_type_id: 'credit_card', payment_method_id: 'visa' };
+  }
+
   /** Sends the payment's notification, signed with `secret`; our app's HTTP status. */
   async function notify(paymentId: number, opts: { secret?: string } = {}): Promise<number> {
     const p = payments.get(paymentId)!;
@@ -91,8 +97,11 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     return status;
   }
 
-  /** The customer pays the preference (approved or declined); the payment is notified, then the back URL returned. */
-  async function pay(preferenceId: string, approved = true): Promise<{ payment: MpPayment; notified: number; backUrl: string }> {
+  /**
+   * The customer pays the preference (approved or declined); the payment is notified (unless
+   * `notify` is false: a notification lost on the way), then the back URL returned.
+   */
+  async function pay(preferenceId: string, approved = true, opts: { notify?: boolean } = {}): Promise<{ payment: MpPayment; notified: number | null; backUrl: string }> {
     const pref = preferences.get(preferenceId)!;
     const item = pref.body.items[0]!;
     const payment: MpPayment = {
@@ -104,7 +113,7 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
       preference_id: preferenceId,
     };
     payments.set(payment.id, payment);
-    const notified = await notify(payment.id);
+    const notified = opts.notify === false ? null : await notify(payment.id);
     const back = new URL(approved ? pref.body.back_urls.success : pref.body.back_urls.failure);
     for (const [k, v] of Object.entries({
       collection_id: String(payment.id),
@@ -131,11 +140,19 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
       preferences.set(id, { id, body });
       return json(res, 201, { id, ...body, init_point: `${base}/checkout/v1/redirect?pref_id=${id}`, sandbox_init_point: `${base}/checkout/v1/redirect?pref_id=${id}` });
     }
+    if (req.method === 'GET' && path === '/v1/payments/search') {
+      // The filters the SDK's Payment.search passes as the query; unknown ones are ignored, as Mercado Pago does.
+      const query = new URL(req.url ?? '/', base).searchParams;
+      const results = [...payments.values()].filter(
+        (p) => (!query.has('external_reference') || p.external_reference === query.get('external_reference')) && (!query.has('status') || p.status === query.get('status')),
+      );
+      return json(res, 200, { paging: { total: results.length, limit: 30, offset: 0 }, results: results.map(resource) });
+    }
     const m = /^\/v1\/payments\/(\d+)$/.exec(path);
     if (req.method === 'GET' && m) {
       const p = payments.get(Number(m[1]));
       if (!p) return json(res, 404, { message: 'Payment not found', error: 'not_found', status: 404, cause: [] });
-      return json(res, 200, { ...p, status_detail: p.status === 'approved' ? 'accredited' : 'cc_rejected_other_reason', payment_type_id: 'credit_card', payment_method_id: 'visa' });
+      return json(res, 200, resource(p));
     }
     return json(res, 404, { message: 'not found', error: 'not_found', status: 404, cause: [] });
   }

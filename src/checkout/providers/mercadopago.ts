@@ -45,7 +45,9 @@ const STATUS: Record<string, PaymentResult['status']> = { approved: 'succeeded',
 /**
  * Mercado Pago Checkout Pro through the official SDK (decisions §16): a preference per session
  * whose `init_point` the customer pays at; a payment counts only once Mercado Pago's signed
- * notification names it and a lookup confirms it, never on the browser's return.
+ * notification names it and a lookup confirms it, never on the browser's return. A session whose
+ * notification never came is looked for among the payments filed under its reference before it
+ * expires.
  */
 export function mercadoPagoProvider(): PaymentProvider {
   return {
@@ -100,6 +102,19 @@ export function mercadoPagoProvider(): PaymentProvider {
       const expected = createHmac('sha256', credentials.webhook_secret).update(manifest).digest();
       const given = Buffer.from(v1, 'hex');
       return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+    async paymentStatus(session, credentials) {
+      // Every attempt's preference carries our checkout id, so one search covers them all.
+      const found = await new Payment(client(credentials))
+        .search({ options: { external_reference: session.checkoutId, status: 'approved' } })
+        .catch((err: unknown) => {
+          throw refusal(err);
+        });
+      // Another charge under our reference (another amount or currency) is not this checkout's.
+      const paid = (found.results ?? []).find(
+        (p) => p.status === 'approved' && p.currency_id === session.currency && new Decimal(p.transaction_amount ?? 0).eq(session.amount),
+      );
+      return paid?.id ? { status: 'succeeded', transactionId: String(paid.id), method: paid.payment_type_id ?? 'card' } : null;
     },
     async lookupPayment(paymentId, credentials) {
       const p = await new Payment(client(credentials)).get({ id: paymentId }).catch((err: unknown) => {

@@ -32,12 +32,17 @@ export function configureGateways(config: Pick<Config, 'WEBPAY_BASE_URL' | 'MERC
   setMercadoPagoBaseUrl(config.MERCADOPAGO_BASE_URL);
 }
 
+/** The provider of that name; null for none or a name no gateway answers to. */
+export function knownProvider(name: string | null): PaymentProvider | null {
+  return name === null ? null : (providers.get(name) ?? null);
+}
+
 /** The merchant's provider: none set is `provider_not_configured`, an unknown name `invalid_provider`. */
 export function providerFor(name: string | null): PaymentProvider {
   if (name === null) {
     throw new AppError('provider_not_configured', 'This account has no payment provider configured; checkout is unavailable.');
   }
-  const provider = providers.get(name);
+  const provider = knownProvider(name);
   if (!provider) throw new AppError('invalid_provider', `The payment provider ${name} is not available.`, { details: { provider: name } });
   return provider;
 }

@@ -1,0 +1,122 @@
+// Paying a Mercado Pago Checkout Pro checkout in a real browser (decisions §16), as the customer
+// does it: headless Chromium opens the hosted checkout page, presses Pay, which sends it to the
+// stand-in's init_point page (the official mercadopago SDK created the preference there), pays or
+// is declined there; the stand-in notifies our app over HTTP, signed, before sending the browser
+// back to our checkout page, which then shows what the notification decided (never what the
+// return's query says) and leads on to the shop or the invoice. Also from the hosted invoice
+// page's Pay button. It proves what HTTP alone cannot: the page's GET form reaches another origin
+// under its Content-Security-Policy, and the way back lands where §11 says.
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { testApp } from './helpers/app.js';
+import { browserProblem, launchBrowser } from './helpers/browser.js';
+import { checkoutBody } from './helpers/checkout.js';
+import { sentInvoice } from './helpers/invoice-pay.js';
+import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn } from './helpers/mercadopago-standin.js';
+import { startShop } from './helpers/shop.js';
+import { configureProvider } from '../src/checkout/provider-settings.js';
+import { freePort } from '../src/db/embedded.js';
+
+const problem = browserProblem();
+if (problem) t.fail(problem);
+else t.test('paying a Mercado Pago checkout in headless Chromium', async (t) => {
+  const mp = await startMercadoPagoStandIn(t);
+  const shop = await startShop(t);
+  const port = await freePort();
+  const h = await testApp(t, { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, MERCADOPAGO_BASE_URL: mp.url });
+  await h.app.listen({ host: '127.0.0.1', port });
+  const m = await h.merchant({ name: 'Librería Andes' });
+  await configureProvider(h.sql, h.ctx.secrets, m.id, 'mercadopago', { access_token: MP_ACCESS_TOKEN, webhook_secret: MP_WEBHOOK_SECRET });
+  const { key } = await h.key(['*'], { merchantId: m.id });
+
+  const browser = await launchBrowser();
+  t.teardown(() => browser.dispose());
+  const violations: string[] = [];
+  browser.on('console', (msg) => {
+    if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
+  });
+
+  async function checkout() {
+    const res = await h.api('POST', '/checkout', { key, body: checkoutBody({ success_url: shop.success, cancel_url: shop.cancel }) });
+    if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
+    return res.body as { checkout_id: string; checkout_url: string; invoice_id: string };
+  }
+  const state = async (id: string) => (await h.api('GET', `/checkout/${id}/status`, { key })).body;
+  const invoiceStatus = async (id: string) => (await h.api('GET', `/invoices/${id}`, { key })).body.status;
+  const paymentsOf = (invoiceId: string) =>
+    h.sql<{ status: string; provider: string; transaction_id: string }[]>`
+      SELECT status, provider, transaction_id FROM payments WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
+  const payButton = (page: Page) => page.getByRole('button', { name: 'Pagar $11.900' });
+
+  /** From our checkout page (already open) to the init_point page; the preference it shows. */
+  async function toMercadoPago(page: Page): Promise<string> {
+    await Promise.all([page.waitForURL(`${mp.url}/checkout/v1/redirect?pref_id=*`), payButton(page).click()]);
+    t.match(await page.textContent('h1'), ': $11900', "on Mercado Pago's page, for the checkout's amount");
+    return new URL(page.url()).searchParams.get('pref_id')!;
+  }
+
+  t.test('checkout page → init_point → pay → notified → back on our page, paid → success_url', async (t) => {
+    const c = await checkout();
+    const page = await browser.newPage();
+    await page.goto(c.checkout_url);
+    const preference = await toMercadoPago(page);
+    t.equal(mp.preferences.get(preference)?.body.external_reference, c.checkout_id, "this checkout's preference");
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(`${c.checkout_url}?`)), page.getByRole('button', { name: 'Pagar', exact: true }).click()]);
+    t.equal(mp.notifications.at(-1)?.status, 200, 'the notification reached the app over HTTP before the browser came back');
+    t.match(await page.textContent('body'), 'Pago recibido', 'back on our checkout page, which says paid');
+    t.match(await page.textContent('body'), 'Total pagado');
+    t.equal(await page.getByRole('button').count(), 0, 'no Pay button');
+    t.match(await state(c.checkout_id), { status: 'completed', payment_status: 'paid' });
+    t.equal(await invoiceStatus(c.invoice_id), 'paid');
+    const [payment] = [...mp.payments.values()].filter((p) => p.preference_id === preference);
+    t.same(await paymentsOf(c.invoice_id), [{ status: 'succeeded', provider: 'mercadopago', transaction_id: String(payment!.id) }]);
+    await Promise.all([page.waitForURL(shop.success), page.getByRole('link', { name: 'Volver a la tienda' }).click()]);
+    t.match(await page.textContent('h1'), 'pedido pagado', "on the shop's success page");
+    await page.close();
+  });
+
+  t.test('declined at Mercado Pago: our page says so and offers Pay again, which pays; cancel leads to cancel_url', async (t) => {
+    const c = await checkout();
+    const page = await browser.newPage();
+    await page.goto(c.checkout_url);
+    await toMercadoPago(page);
+    await Promise.all([
+      page.waitForURL((url) => url.href.startsWith(`${c.checkout_url}?`)),
+      page.getByRole('button', { name: 'Pagar con tarjeta rechazada' }).click(),
+    ]);
+    t.match(await page.getByRole('alert').textContent(), 'El pago fue rechazado', 'back on our page, declined');
+    t.match(await state(c.checkout_id), { status: 'pending', payment_status: 'failed' });
+    t.equal((await paymentsOf(c.invoice_id)).map((p) => p.status).join(), 'failed');
+
+    await toMercadoPago(page);
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(`${c.checkout_url}?`)), page.getByRole('button', { name: 'Pagar', exact: true }).click()]);
+    t.match(await page.textContent('body'), 'Pago recibido');
+    t.match(await state(c.checkout_id), { status: 'completed', payment_status: 'paid' });
+
+    const other = await checkout();
+    await page.goto(other.checkout_url);
+    await Promise.all([page.waitForURL(shop.cancel), page.getByRole('link', { name: 'Cancelar y volver a la tienda' }).click()]);
+    t.match(await state(other.checkout_id), { status: 'pending', payment_status: 'unpaid' }, 'cancel changes nothing');
+    await page.close();
+  });
+
+  t.test("the invoice page's Pay → checkout page → init_point → pay → back to the invoice, Pagada", async (t) => {
+    const inv = await sentInvoice(h, key);
+    const page = await browser.newPage();
+    await page.goto(inv.public_url);
+    await Promise.all([page.waitForURL(/\/checkout\/[A-Za-z0-9_-]+$/), payButton(page).click()]);
+    const checkoutUrl = page.url();
+    await toMercadoPago(page);
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(`${checkoutUrl}?`)), page.getByRole('button', { name: 'Pagar', exact: true }).click()]);
+    t.match(await page.textContent('body'), 'Pago recibido');
+    await Promise.all([page.waitForURL(inv.public_url), page.getByRole('link', { name: 'Volver a la factura' }).click()]);
+    t.match(await page.textContent('.badge'), 'Pagada', 'the invoice page says paid');
+    t.equal(await payButton(page).count(), 0, 'and offers no Pay button');
+    t.equal(await invoiceStatus(inv.invoice_id), 'paid');
+    await page.close();
+  });
+
+  t.test('no Content-Security-Policy violation on any page', async (t) => {
+    t.same(violations, []);
+  });
+});
