@@ -4,6 +4,17 @@ const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };
 
 const fractionDigits: Record<string, number> = { CLP: 0, CLF: 4 };
 
+// Building an Intl formatter costs far more than using one (a PDF formats dozens of amounts, and
+// formatting was a tenth of the worker's time in a burst of e-mails): each is built once per key.
+const numberFormats = new Map<string, Intl.NumberFormat>();
+const dateFormats = new Map<Locale, Intl.DateTimeFormat>();
+
+function numberFormat(key: string, make: () => Intl.NumberFormat): Intl.NumberFormat {
+  let f = numberFormats.get(key);
+  if (!f) numberFormats.set(key, (f = make()));
+  return f;
+}
+
 /**
  * Money for people: es-CL `$11.900`, en `CLP 11,900`. Intl takes the amount as a decimal string,
  * so no amount passes through a float.
@@ -12,21 +23,21 @@ export function formatMoney(amount: string, currency: string, locale: Locale): s
   const digits = fractionDigits[currency] ?? 2;
   const base = { minimumFractionDigits: digits, maximumFractionDigits: digits };
   if (locale === 'es' && currency === 'CLP') {
-    return new Intl.NumberFormat('es-CL', { ...base, style: 'currency', currency: 'CLP' }).format(amount as never);
+    return numberFormat('es CLP', () => new Intl.NumberFormat('es-CL', { ...base, style: 'currency', currency: 'CLP' })).format(amount as never);
   }
-  const number = new Intl.NumberFormat(intlLocale[locale], base).format(amount as never);
+  const number = numberFormat(`${locale} ${digits}`, () => new Intl.NumberFormat(intlLocale[locale], base)).format(amount as never);
   return `${currency} ${number}`;
 }
 
 export function formatDate(isoDate: string, locale: Locale): string {
   const [y, m, d] = isoDate.split('-').map(Number) as [number, number, number];
-  return new Intl.DateTimeFormat(intlLocale[locale], { year: 'numeric', month: 'long', day: 'numeric', timeZone: 'UTC' }).format(
-    new Date(Date.UTC(y, m - 1, d)),
-  );
+  let f = dateFormats.get(locale);
+  if (!f) dateFormats.set(locale, (f = new Intl.DateTimeFormat(intlLocale[locale], { year: 'numeric', month: 'long', day: 'numeric', timeZone: 'UTC' })));
+  return f.format(new Date(Date.UTC(y, m - 1, d)));
 }
 
 export function formatQuantityFor(quantity: string, locale: Locale): string {
-  return new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 4 }).format(quantity as never);
+  return numberFormat(`${locale} quantity`, () => new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 4 })).format(quantity as never);
 }
 
 interface MomentFormats {
@@ -35,7 +46,7 @@ interface MomentFormats {
   zone: Intl.DateTimeFormat;
 }
 
-// Building an Intl formatter costs far more than using one (as in clock.ts): kept per locale and zone.
+// Kept per locale and zone, as the number formats above.
 const formats = new Map<string, MomentFormats>();
 
 function formatsFor(locale: Locale, timeZone: string): MomentFormats {

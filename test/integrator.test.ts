@@ -410,6 +410,8 @@ t.test('the whole API through the generated client, checked against the served d
   t.equal((await expect(api.GET(`${P}/invoices/{invoice_id}/status`, draftPath), 200)).status, 'sent');
   const pdf = await expect(api.GET(`${P}/invoices/{invoice_id}/pdf`, { ...draftPath, parseAs: 'arrayBuffer' }), 200);
   t.equal(Buffer.from(pdf).subarray(0, 5).toString('latin1'), '%PDF-');
+  // This merchant issues no tax documents (decisions §15): the invoice has none to give.
+  await refused(api.GET(`${P}/invoices/{invoice_id}/dte.xml`, draftPath), 404, 'dte_not_found');
   await refused(api.GET(`${P}/invoices/{invoice_id}`, { params: { path: { invoice_id: UNKNOWN_ID } } }), 404, 'invoice_not_found');
   await refused(api.GET(`${P}/invoices/{invoice_id}`, { params: { path: { invoice_id: 'not-a-uuid' } } }), 400, 'validation_error');
 

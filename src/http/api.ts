@@ -10,6 +10,7 @@ import { parseOrThrow, unstorableJson } from './validation.js';
 import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
 import type { RouteDef, RouteResult } from './route.js';
+import { responseJsonSchema } from './response-schema.js';
 
 import { API_PREFIX as API_BASE } from './urls.js';
 
@@ -85,8 +86,10 @@ async function authenticate(ctx: AppContext, limiter: RateLimiter, concurrency: 
   request.auth = { ...apiKey, rateLimitWindow: { limit: state.limit, remaining: state.remaining, reset: state.reset } };
 }
 
-function serialize(result: RouteResult): string {
-  return result.status === 204 ? '' : JSON.stringify(result.body);
+/** The answer as its route's response schema writes it (responseJsonSchema); other statuses as JSON. */
+function serialize(reply: FastifyReply, result: RouteResult): string {
+  if (result.status === 204) return '';
+  return reply.code(result.status).serialize(result.body) as string;
 }
 
 function send(reply: FastifyReply, status: number, body: string, headers?: Record<string, string>): FastifyReply {
@@ -137,7 +140,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     if (Buffer.isBuffer(result.body)) {
       return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
     }
-    return send(reply, result.status, serialize(result), result.headers);
+    return send(reply, result.status, serialize(reply, result), result.headers);
   }
 
   const idemHeader = request.headers['idempotency-key'];
@@ -145,7 +148,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   if (idemKey === undefined) {
     const prepared = await def.prepare?.(input);
     const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx, prepared }));
-    return send(reply, result.status, serialize(result), result.headers);
+    return send(reply, result.status, serialize(reply, result), result.headers);
   }
 
   if (idemKey.length < 1 || idemKey.length > 255) {
@@ -168,7 +171,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
       const found = await lookupKey(tx, merchantId, route, idemKey, hash);
       if (found.kind !== 'new') return { found };
       const result = await def.handler({ ...input, db: tx, prepared });
-      const serialized = serialize(result);
+      const serialized = serialize(reply, result);
       tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
       return { result, serialized };
     });
@@ -222,6 +225,7 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
       method: def.method,
       url: API_BASE + def.path,
       config: { routeDef: def },
+      ...(def.response.schema ? { schema: { response: { [def.response.status]: responseJsonSchema(def.response.schema) } } } : {}),
       handler: (request, reply) => runRoute(ctx, def, request, reply),
     });
   }

@@ -5,12 +5,18 @@ import type { AuthContext } from './auth.js';
 import type { AppContext } from '../context.js';
 import type { Queryable, Tx } from '../db/client.js';
 
-export interface RouteResult {
+export interface RouteResult<T = unknown> {
   status: number;
-  /** JSON-serialised, except a Buffer (a GET's file), sent as is with the Content-Type of `headers`. */
-  body: unknown;
+  /** JSON-serialised through the route's response schema, except a Buffer (a GET's file), sent as is with the Content-Type of `headers`. */
+  body: T;
   headers?: Record<string, string>;
 }
+
+/**
+ * What a handler answers: the output of its response schema, so that a body the document does not
+ * describe fails to compile; a route without one answers a file (Buffer) or nothing (204).
+ */
+export type ResponseBody<S extends z.ZodType> = [S] extends [z.ZodNever] ? Buffer | null : z.output<S>;
 
 /** What a route knows of its request before any transaction begins. */
 export interface RequestInput<P, Q, B> {
@@ -40,6 +46,7 @@ export interface RouteDef<
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
   R = unknown,
+  S extends z.ZodType = z.ZodType,
 > {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** Fastify-style path relative to the API base, e.g. `/invoices/:invoice_id`. */
@@ -74,15 +81,15 @@ export interface RouteDef<
    * transaction, and commits its own short transactions around the call. Never idempotent.
    */
   ownTransactions?: true;
-  response: { status: number; description: string; schema?: z.ZodType; contentType?: string };
+  response: { status: number; description: string; schema?: S; contentType?: string };
   errors: ErrorCode[];
   /** For llms.txt's curl example. */
   example?: { body?: unknown; query?: string; params?: Record<string, string> };
-  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, R>): Promise<RouteResult>;
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, R>): Promise<RouteResult<ResponseBody<S>>>;
 }
 
-export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, R = undefined>(
-  def: RouteDef<P, Q, B, R>,
+export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, R = undefined, S extends z.ZodType = z.ZodNever>(
+  def: RouteDef<P, Q, B, R, S>,
 ): RouteDef {
   return def as unknown as RouteDef;
 }

@@ -167,7 +167,7 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
   const row = await q.markCancelled(db, merchantId, id, reason, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'cancel');
   await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
-  return { invoice_id: row.id, status: row.status, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason };
+  return { invoice_id: row.id, status: 'cancelled' as const, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason };
 }
 
 // Batches keep each sweep transaction short; the loop runs until nothing is left.
