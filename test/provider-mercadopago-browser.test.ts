@@ -8,44 +8,20 @@
 // under its Content-Security-Policy, and the way back lands where §11 says.
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { testApp } from './helpers/app.js';
-import { browserProblem, launchBrowser } from './helpers/browser.js';
-import { checkoutBody } from './helpers/checkout.js';
+import { browserProblem } from './helpers/browser.js';
+import { gatewayBrowser } from './helpers/gateway-browser.js';
 import { sentInvoice } from './helpers/invoice-pay.js';
 import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn } from './helpers/mercadopago-standin.js';
-import { startShop } from './helpers/shop.js';
-import { configureProvider } from '../src/checkout/provider-settings.js';
-import { freePort } from '../src/db/embedded.js';
 
 const problem = browserProblem();
 if (problem) t.fail(problem);
 else t.test('paying a Mercado Pago checkout in headless Chromium', async (t) => {
   const mp = await startMercadoPagoStandIn(t);
-  const shop = await startShop(t);
-  const port = await freePort();
-  const h = await testApp(t, { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, MERCADOPAGO_BASE_URL: mp.url });
-  await h.app.listen({ host: '127.0.0.1', port });
-  const m = await h.merchant({ name: 'Librería Andes' });
-  await configureProvider(h.sql, h.ctx.secrets, m.id, 'mercadopago', { access_token: MP_ACCESS_TOKEN, webhook_secret: MP_WEBHOOK_SECRET });
-  const { key } = await h.key(['*'], { merchantId: m.id });
-
-  const browser = await launchBrowser();
-  t.teardown(() => browser.dispose());
-  const violations: string[] = [];
-  browser.on('console', (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
+  const { h, shop, key, browser, violations, checkout, state, invoiceStatus, paymentsOf } = await gatewayBrowser(t, {
+    provider: 'mercadopago',
+    env: { MERCADOPAGO_BASE_URL: mp.url },
+    credentials: { access_token: MP_ACCESS_TOKEN, webhook_secret: MP_WEBHOOK_SECRET },
   });
-
-  async function checkout() {
-    const res = await h.api('POST', '/checkout', { key, body: checkoutBody({ success_url: shop.success, cancel_url: shop.cancel }) });
-    if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
-    return res.body as { checkout_id: string; checkout_url: string; invoice_id: string };
-  }
-  const state = async (id: string) => (await h.api('GET', `/checkout/${id}/status`, { key })).body;
-  const invoiceStatus = async (id: string) => (await h.api('GET', `/invoices/${id}`, { key })).body.status;
-  const paymentsOf = (invoiceId: string) =>
-    h.sql<{ status: string; provider: string; transaction_id: string }[]>`
-      SELECT status, provider, transaction_id FROM payments WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
   const payButton = (page: Page) => page.getByRole('button', { name: 'Pagar $11.900' });
 
   /** From our checkout page (already open) to the init_point page; the preference it shows. */

@@ -6,43 +6,19 @@
 // origin under its Content-Security-Policy, and the gateway's redirect back lands where §11 says.
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { testApp } from './helpers/app.js';
-import { browserProblem, launchBrowser } from './helpers/browser.js';
-import { checkoutBody } from './helpers/checkout.js';
-import { startShop } from './helpers/shop.js';
+import { browserProblem } from './helpers/browser.js';
+import { gatewayBrowser } from './helpers/gateway-browser.js';
 import { WEBPAY_API_KEY, WEBPAY_COMMERCE_CODE, startWebpayStandIn } from './helpers/webpay-standin.js';
-import { configureProvider } from '../src/checkout/provider-settings.js';
-import { freePort } from '../src/db/embedded.js';
 
 const problem = browserProblem();
 if (problem) t.fail(problem);
 else t.test('paying a Webpay checkout in headless Chromium', async (t) => {
   const webpay = await startWebpayStandIn(t);
-  const shop = await startShop(t);
-  const port = await freePort();
-  const h = await testApp(t, { PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, WEBPAY_BASE_URL: webpay.url });
-  await h.app.listen({ host: '127.0.0.1', port });
-  const m = await h.merchant({ name: 'Librería Andes' });
-  await configureProvider(h.sql, h.ctx.secrets, m.id, 'webpay', { commerce_code: WEBPAY_COMMERCE_CODE, api_key: WEBPAY_API_KEY });
-  const { key } = await h.key(['*'], { merchantId: m.id });
-
-  const browser = await launchBrowser();
-  t.teardown(() => browser.dispose());
-  const violations: string[] = [];
-  browser.on('console', (msg) => {
-    if (/Content Security Policy|Refused to/i.test(msg.text())) violations.push(msg.text());
+  const { shop, browser, violations, checkout, state, invoiceStatus, paymentsOf } = await gatewayBrowser(t, {
+    provider: 'webpay',
+    env: { WEBPAY_BASE_URL: webpay.url },
+    credentials: { commerce_code: WEBPAY_COMMERCE_CODE, api_key: WEBPAY_API_KEY },
   });
-
-  async function checkout() {
-    const res = await h.api('POST', '/checkout', { key, body: checkoutBody({ success_url: shop.success, cancel_url: shop.cancel }) });
-    if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
-    return res.body as { checkout_id: string; checkout_url: string; invoice_id: string };
-  }
-  const state = async (id: string) => (await h.api('GET', `/checkout/${id}/status`, { key })).body;
-  const invoiceStatus = async (id: string) => (await h.api('GET', `/invoices/${id}`, { key })).body.status;
-  const paymentsOf = (invoiceId: string) =>
-    h.sql<{ status: string; provider: string; transaction_id: string }[]>`
-      SELECT status, provider, transaction_id FROM payments WHERE invoice_id = ${invoiceId} ORDER BY created_at, id`;
 
   /** From our checkout page to Webpay's form: the token the form shows is the transaction's. */
   async function toWebpay(page: Page, checkoutUrl: string): Promise<string> {

@@ -123,6 +123,14 @@ export async function sessionByToken(db: Queryable, token: string): Promise<Chec
  * its invoice still open, and no other attempt's claim running.
  */
 export async function claimPayableSession(db: Queryable, token: string, claim: string, now: Date, until: Date): Promise<CheckoutRow | null> {
+  return claimSession(db, token, null, claim, now, until);
+}
+
+/**
+ * The claim of a payment attempt; `gatewaySession` (a redirect gateway's session being committed)
+ * must also be the session's current one, not ended.
+ */
+async function claimSession(db: Queryable, token: string, gatewaySession: string | null, claim: string, now: Date, until: Date): Promise<CheckoutRow | null> {
   // The share lock on the invoice orders the claim with a merchant's cancel or mark-paid, which
   // lock the row before they look for a claim: one that committed first leaves the invoice
   // closed, and the lock's recheck of its status then refuses the claim.
@@ -135,6 +143,7 @@ export async function claimPayableSession(db: Queryable, token: string, claim: s
     UPDATE checkout_sessions s SET payment_claim = ${claim}, payment_claimed_until = ${until}
       FROM open_invoice i
      WHERE s.token = ${token} AND s.status = 'pending' AND s.expires_at > ${now}
+       AND (${gatewaySession}::text IS NULL OR (s.provider_session_id = ${gatewaySession} AND s.provider_session_ended_at IS NULL))
        AND (s.payment_claimed_until IS NULL OR s.payment_claimed_until <= ${now})
        AND i.merchant_id = s.merchant_id AND i.id = s.invoice_id
     RETURNING s.*`;
@@ -216,20 +225,7 @@ export async function claimGatewayAttempt(
   now: Date,
   until: Date,
 ): Promise<CheckoutRow | null> {
-  const rows = await db<CheckoutRow[]>`
-    WITH open_invoice AS (
-      SELECT i.id, i.merchant_id FROM checkout_sessions s2 JOIN invoices i ON i.merchant_id = s2.merchant_id AND i.id = s2.invoice_id
-       WHERE s2.token = ${token} AND i.status IN ('sent', 'viewed', 'overdue')
-         FOR SHARE OF i
-    )
-    UPDATE checkout_sessions s SET payment_claim = ${claim}, payment_claimed_until = ${until}
-      FROM open_invoice i
-     WHERE s.token = ${token} AND s.status = 'pending' AND s.expires_at > ${now}
-       AND s.provider_session_id = ${providerSessionId} AND s.provider_session_ended_at IS NULL
-       AND (s.payment_claimed_until IS NULL OR s.payment_claimed_until <= ${now})
-       AND i.merchant_id = s.merchant_id AND i.id = s.invoice_id
-    RETURNING s.*`;
-  return rows[0] ?? null;
+  return claimSession(db, token, providerSessionId, claim, now, until);
 }
 
 /**

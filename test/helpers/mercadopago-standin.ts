@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from './standin-http.js';
 
 export const MP_ACCESS_TOKEN = 'APP_USR-stand-in-access-token';
 export const MP_WEBHOOK_SECRET = 'stand-in-webhook-secret';
@@ -52,19 +53,6 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     notifications: [] as { paymentId: number; status: number }[],
     calls: [] as string[],
   };
-
-  function json(res: ServerResponse, status: number, body: unknown) {
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  }
-
-  function readBody(req: IncomingMessage): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      req.on('error', reject);
-    });
-  }
 
   /** A payment as the API answers it. */
   function resource(p: MpPayment) {
@@ -130,15 +118,15 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
 
   async function api(req: IncomingMessage, res: ServerResponse, path: string) {
     state.calls.push(`${req.method} ${path}`);
-    if (state.down) return json(res, 503, { message: 'service unavailable', error: 'internal_error', status: 503, cause: [] });
+    if (state.down) return sendJson(res, 503, { message: 'service unavailable', error: 'internal_error', status: 503, cause: [] });
     if (req.headers.authorization !== `Bearer ${state.accessToken}`) {
-      return json(res, 401, { message: 'invalid access token', error: 'unauthorized', status: 401, cause: [] });
+      return sendJson(res, 401, { message: 'invalid access token', error: 'unauthorized', status: 401, cause: [] });
     }
     if (req.method === 'POST' && /^\/checkout\/preferences\/?$/.test(path)) {
       const body = JSON.parse(await readBody(req)) as MpPreference['body'];
       const id = `123456-${randomBytes(8).toString('hex')}`;
       preferences.set(id, { id, body });
-      return json(res, 201, { id, ...body, init_point: `${base}/checkout/v1/redirect?pref_id=${id}`, sandbox_init_point: `${base}/checkout/v1/redirect?pref_id=${id}` });
+      return sendJson(res, 201, { id, ...body, init_point: `${base}/checkout/v1/redirect?pref_id=${id}`, sandbox_init_point: `${base}/checkout/v1/redirect?pref_id=${id}` });
     }
     if (req.method === 'GET' && path === '/v1/payments/search') {
       // The filters the SDK's Payment.search passes as the query; unknown ones are ignored, as Mercado Pago does.
@@ -146,15 +134,15 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
       const results = [...payments.values()].filter(
         (p) => (!query.has('external_reference') || p.external_reference === query.get('external_reference')) && (!query.has('status') || p.status === query.get('status')),
       );
-      return json(res, 200, { paging: { total: results.length, limit: 30, offset: 0 }, results: results.map(resource) });
+      return sendJson(res, 200, { paging: { total: results.length, limit: 30, offset: 0 }, results: results.map(resource) });
     }
     const m = /^\/v1\/payments\/(\d+)$/.exec(path);
     if (req.method === 'GET' && m) {
       const p = payments.get(Number(m[1]));
-      if (!p) return json(res, 404, { message: 'Payment not found', error: 'not_found', status: 404, cause: [] });
-      return json(res, 200, resource(p));
+      if (!p) return sendJson(res, 404, { message: 'Payment not found', error: 'not_found', status: 404, cause: [] });
+      return sendJson(res, 200, resource(p));
     }
-    return json(res, 404, { message: 'not found', error: 'not_found', status: 404, cause: [] });
+    return sendJson(res, 404, { message: 'not found', error: 'not_found', status: 404, cause: [] });
   }
 
   // The customer's side: the init_point page and its two buttons.
@@ -180,7 +168,7 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://standin').pathname;
     const handler = path.startsWith('/checkout/v1/') ? page : api;
-    handler(req, res, path).catch((err: unknown) => json(res, 500, { message: String(err), status: 500 }));
+    handler(req, res, path).catch((err: unknown) => sendJson(res, 500, { message: String(err), status: 500 }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

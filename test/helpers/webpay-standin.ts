@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from './standin-http.js';
 
 // The REST paths transbank-sdk calls (ApiConstants.WEBPAY_ENDPOINT), and the form the customer is sent to.
 const API = '/rswebpaytransaction/api/webpay/v1.2/transactions';
@@ -41,19 +42,6 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
     calls: [] as string[],
   };
 
-  function json(res: ServerResponse, status: number, body: unknown) {
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  }
-
-  function readBody(req: IncomingMessage): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      req.on('error', reject);
-    });
-  }
-
   function answer(tx: WebpayTransaction) {
     const paid = tx.status === 'AUTHORIZED';
     return {
@@ -88,31 +76,31 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
 
   async function api(req: IncomingMessage, res: ServerResponse, path: string) {
     state.calls.push(`${req.method} ${path}`);
-    if (state.down) return json(res, 503, { error_message: 'Service Unavailable' });
+    if (state.down) return sendJson(res, 503, { error_message: 'Service Unavailable' });
     if (req.headers['tbk-api-key-id'] !== state.credentials.commerceCode || req.headers['tbk-api-key-secret'] !== state.credentials.apiKey) {
-      return json(res, 401, { error_message: 'Not Authorized' });
+      return sendJson(res, 401, { error_message: 'Not Authorized' });
     }
     if (req.method === 'POST' && path === API) {
       const body = JSON.parse(await readBody(req)) as { buy_order: string; session_id: string; amount: number; return_url: string };
-      if (!body.buy_order || body.buy_order.length > 26) return json(res, 422, { error_message: 'Invalid value for parameter: buy_order' });
+      if (!body.buy_order || body.buy_order.length > 26) return sendJson(res, 422, { error_message: 'Invalid value for parameter: buy_order' });
       const token = `01ab${randomBytes(30).toString('hex')}`;
       transactions.set(token, { token, ...body, form: 'pending', status: 'INITIALIZED', expired: false, commits: 0 });
-      return json(res, 200, { token, url: `${base}${FORM}` });
+      return sendJson(res, 200, { token, url: `${base}${FORM}` });
     }
     const tx = transactions.get(decodeURIComponent(path.slice(API.length + 1)));
-    if (!tx) return json(res, 422, { error_message: 'Invalid value for parameter: token' });
-    if (req.method === 'GET') return json(res, 200, answer(tx));
+    if (!tx) return sendJson(res, 422, { error_message: 'Invalid value for parameter: token' });
+    if (req.method === 'GET') return sendJson(res, 200, answer(tx));
     if (req.method === 'PUT') {
       if (state.commitGate) await state.commitGate;
-      if (tx.expired) return json(res, 422, { error_message: 'The transactions\'s date has passed max time (7 days) to recover the status' });
+      if (tx.expired) return sendJson(res, 422, { error_message: 'The transactions\'s date has passed max time (7 days) to recover the status' });
       if (tx.status !== 'INITIALIZED' || (tx.form !== 'approved' && tx.form !== 'declined')) {
-        return json(res, 422, { error_message: `Invalid status '${tx.status}' for transaction while authorizing` });
+        return sendJson(res, 422, { error_message: `Invalid status '${tx.status}' for transaction while authorizing` });
       }
       tx.commits += 1;
       tx.status = tx.form === 'approved' ? 'AUTHORIZED' : 'FAILED';
-      return json(res, 200, answer(tx));
+      return sendJson(res, 200, answer(tx));
     }
-    return json(res, 405, { error_message: 'Method not allowed' });
+    return sendJson(res, 405, { error_message: 'Method not allowed' });
   }
 
   // The customer's side: the form (reached by our page's POST with token_ws) and its three buttons.
@@ -135,8 +123,8 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://standin').pathname;
     const handler = path.startsWith(API) ? api : path.startsWith('/webpayserver/') && req.method === 'POST' ? form : null;
-    if (!handler) return json(res, 404, { error_message: 'Not found' });
-    handler(req, res, path).catch((err: unknown) => json(res, 500, { error_message: String(err) }));
+    if (!handler) return sendJson(res, 404, { error_message: 'Not found' });
+    handler(req, res, path).catch((err: unknown) => sendJson(res, 500, { error_message: String(err) }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
