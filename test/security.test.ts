@@ -165,6 +165,9 @@ t.test('the documented operations are exactly the routes the app serves', async 
     'GET /i/:token', 'HEAD /i/:token', 'GET /i/:token/pdf', 'HEAD /i/:token/pdf', 'POST /i/:token/pay',
     'GET /checkout/:token', 'HEAD /checkout/:token', 'POST /checkout/:token/pay', 'POST /checkout/:token/decline',
     'GET /checkout/:token/cancel', 'HEAD /checkout/:token/cancel',
+    // Webpay sends the customer back here (the session's token, then a commit of token_ws with
+    // Webpay decides); Mercado Pago notifies here (refused unless x-signature verifies).
+    'GET /checkout/:token/return', 'HEAD /checkout/:token/return', 'POST /providers/:provider/notifications/:merchant_id',
     'GET /admin', 'HEAD /admin', 'GET /admin/console.css', 'HEAD /admin/console.css', 'GET /admin/console.js', 'HEAD /admin/console.js',
   ]);
   // The tRPC adapter takes every method on one parametric route; the router checks the token.
