@@ -11,6 +11,7 @@ import { sweepOverdue } from './overdue-sweep.js';
 import { scheduleReminders } from './reminders-schedule.js';
 import { purgeExpired } from './idempotency-purge.js';
 import { expireCheckouts } from './checkout-expire.js';
+import { pollDteStatus, submitDtes, sweepDtes } from './dte-submit.js';
 import { fanOut } from './webhook-fanout.js';
 import { deliverWebhook } from './webhook-deliver.js';
 import { DELIVERIES_PER_ENDPOINT } from '../src/webhooks/delivery.js';
@@ -44,6 +45,8 @@ export const EFFECTS = {
   email: { localConcurrency: 16, perGroup: 8, batchSize: 1 },
   fanout: { localConcurrency: 8, perGroup: 4, batchSize: 4 },
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
+  // One submission of a merchant at a time per worker: its documents go up together.
+  dte: { localConcurrency: 4, perGroup: 1, batchSize: 1 },
 } as const;
 // NOTIFY wakes a worker the moment a job commits; polling stays as the backstop for a missed
 // notification and for jobs that come due later (retries, checkout expiry).
@@ -150,6 +153,9 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   await workScheduled(boss, log, queues.remindersSchedule.name, () => scheduleReminders(deps));
   await workScheduled(boss, log, queues.idempotencyPurge.name, () => purgeExpired(deps));
   await workScheduled(boss, log, queues.checkoutExpire.name, (job) => expireCheckouts(deps, job.data));
+  await workEach(boss, log, queues.dteSubmit.name, EFFECTS.dte, polling, (job) => submitDtes(deps, job.data));
+  await workEach(boss, log, queues.dteStatus.name, EFFECTS.dte, polling, (job) => pollDteStatus(deps, job.data));
+  await workScheduled(boss, log, queues.dteSweep.name, () => sweepDtes(deps));
 
   // Decisions §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
   // planner runs often enough to catch 09:00 in every time zone; purges hourly.
@@ -158,6 +164,8 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   await boss.schedule(queues.idempotencyPurge.name, '17 * * * *');
   // Each checkout has its own job at expires_at; this sweep only catches ones that were missed.
   await boss.schedule(queues.checkoutExpire.name, '*/10 * * * *');
+  // Submission and polls are jobs of their own; this only catches what they gave up on.
+  await boss.schedule(queues.dteSweep.name, '*/15 * * * *');
 
   return {
     deps,

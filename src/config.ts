@@ -59,6 +59,9 @@ export const configSchema = z.object({
   // Decisions §15: the SII certificate whose key signs CAFs (PEM or DER). Unset: the SII's
   // published certificate of the CAF's environment (src/dte/sii-certs).
   SII_CERT_FILE: z.string().min(1).optional(),
+  // Decisions §15: where SII's web services are. Unset: each merchant's environment picks
+  // maullin.sii.cl (certificación) or palena.sii.cl (producción); tests point it at a stand-in.
+  SII_BASE_URL: z.url().optional(),
   // Unset: the admin router and console answer 404, as if they did not exist.
   ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
 });

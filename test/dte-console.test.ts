@@ -1,13 +1,26 @@
-// The support console shows each merchant's DTE folios left per type where it lists merchants.
+// The support console shows each merchant's DTE folios left per type where it lists merchants,
+// and a picked merchant's tax documents, a rejected one with SII's reason (issue 21).
+// With SCREENSHOTS_DIR set, the console showing them is saved there as admin-console-dte.png.
+import path from 'node:path';
 import t from 'tap';
+import type { Page } from 'playwright-core';
 import { openConsole } from './helpers/admin-console.js';
 import { testApp } from './helpers/app.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
+import { invoiceBody } from './helpers/fixtures.js';
+import { startSiiStandin } from './helpers/sii-standin.js';
 import { until } from './helpers/until.js';
 
 const TOKEN = 'adm_test_0123456789abcdefghijklmnopqrstuvwxyz';
 const sii = siiAuthority();
 t.teardown(() => sii.cleanup());
+
+async function signIn(page: Page): Promise<void> {
+  await page.locator('#login').waitFor({ state: 'visible' });
+  await page.fill('#token', TOKEN);
+  await page.click('#login-form button');
+  await page.locator('#console').waitFor({ state: 'visible' });
+}
 
 t.test('the merchant list shows the folios left per type', async (t) => {
   const h = await testApp(t, { ADMIN_TOKEN: TOKEN, SII_CERT_FILE: sii.certFile });
@@ -15,10 +28,7 @@ t.test('the merchant list shows the folios left per type', async (t) => {
   await h.merchant({ name: 'Sin DTE SpA' });
   await dteMerchant(h, issuer.id, sii, [{ type: 33, from: 1, to: 30 }, { type: 34, from: 1, to: 5 }]);
   const { page, pageErrors } = await openConsole(t, h);
-  await page.locator('#login').waitFor({ state: 'visible' });
-  await page.fill('#token', TOKEN);
-  await page.click('#login-form button');
-  await page.locator('#console').waitFor({ state: 'visible' });
+  await signIn(page);
   const options = await until('the merchants', async () => {
     const texts = await page.locator('#f-merchant option').allTextContents();
     return texts.length === 3 ? texts : null;
@@ -26,4 +36,50 @@ t.test('the merchant list shows the folios left per type', async (t) => {
   t.ok(options.includes('Emisora SpA · facturacion@test.cl · DTE folios left: 33: 30, 34: 5, 61: 0'), 'folios per type beside the merchant');
   t.ok(options.includes('Sin DTE SpA · facturacion@test.cl'), 'nothing for a merchant without CAFs');
   t.same(pageErrors, []);
+});
+
+t.test("a picked merchant's tax documents, a rejected one with SII's reason", async (t) => {
+  const standin = await startSiiStandin(t);
+  const h = await testApp(t, { ADMIN_TOKEN: TOKEN, SII_CERT_FILE: sii.certFile, SII_BASE_URL: standin.url });
+  await h.startWorker();
+  const { key, merchantId } = await h.key(['*']);
+  const other = await h.merchant({ name: 'Sin DTE SpA' });
+  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 7, to: 30 }]);
+  const send = async () => {
+    const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+    if (res.status !== 201) throw new Error(`POST /invoices: ${res.status} ${res.raw}`);
+    return res.body.invoice_id as string;
+  };
+  const settled = (id: string, status: string) =>
+    until(`the DTE ${status}`, async () => (await h.api('GET', `/invoices/${id}`, { key })).body.dte_status === status, 60_000);
+  const acceptedId = await send();
+  await settled(acceptedId, 'accepted');
+  standin.outcome = { kind: 'envelope_rejected', code: 'RCT', glosa: 'Rechazado por Error en Caratula' };
+  const rejectedId = await send();
+  await settled(rejectedId, 'rejected');
+  const [accepted, rejected] = await Promise.all([acceptedId, rejectedId].map(async (id) => (await h.api('GET', `/invoices/${id}`, { key })).body));
+
+  const { page, pageErrors } = await openConsole(t, h, { width: 1200, height: 900 });
+  await signIn(page);
+  t.ok(await page.locator('#dte-documents').isHidden(), 'no documents while every merchant is listed');
+  await page.selectOption('#f-merchant', merchantId);
+  const rows = () => page.locator('#dte-rows tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
+  const shown = await until('the documents', async () => ((await rows()).length === 2 ? rows() : null));
+  t.same(shown, [
+    ['33 factura electrónica', '8', rejected.invoice_number, 'rejected', rejected.dte_track_id, 'RCT Rechazado por Error en Caratula', shown[0]![6]],
+    ['33 factura electrónica', '7', accepted.invoice_number, 'accepted', accepted.dte_track_id, '', shown[1]![6]],
+  ], 'type, folio, invoice, status, track id and, for the rejected one, the reason; newest first');
+  t.match(shown[0]![6], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, 'when it was last updated');
+
+  await page.selectOption('#f-merchant', other.id);
+  await until('no documents of the other merchant', async () => (await rows()).length === 1 && (await rows())[0]![0] === 'No tax documents.');
+  await page.selectOption('#f-merchant', '');
+  await page.locator('#dte-documents').waitFor({ state: 'hidden' });
+  t.same(pageErrors, []);
+
+  if (process.env.SCREENSHOTS_DIR) {
+    await page.selectOption('#f-merchant', merchantId);
+    await until('the documents again', async () => (await rows()).length === 2);
+    await page.screenshot({ path: path.resolve(process.env.SCREENSHOTS_DIR, 'admin-console-dte.png'), fullPage: true });
+  }
 });

@@ -322,7 +322,7 @@ t.test('stored 409 answers and unstored 404s, through the real API layer', async
     scope: 'invoices:create',
     idempotent: true,
     body: z.strictObject({ outcome: z.enum(['ok', 'not_found', 'conflict', 'invalid', 'crash', 'raced']), n: z.number().optional(), key: z.string().optional() }),
-    response: { status: 200, description: 'ok' },
+    response: { status: 200, description: 'ok', schema: z.object({ runs: z.number() }) },
     errors: [],
     handler: async ({ body, auth, db }) => {
       runs += 1;

@@ -10,6 +10,8 @@ import { invoiceBody } from './helpers/fixtures.js';
 import { checkoutBody, submitCheckoutForm } from './helpers/checkout.js';
 import { startHttpsReceiver, type ReceivedRequest } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';
+import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
+import { startSiiStandin, type SiiStandin } from './helpers/sii-standin.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { expireOnSchedule } from '../src/checkout/service.js';
 import { invoiceUrls } from '../src/http/urls.js';
@@ -56,6 +58,18 @@ async function emitEveryType(h: TestApp, key: string): Promise<void> {
   const expiring = await ok(h, 'POST', '/checkout', key, checkoutBody());
   const pastDeadline = new Date(Date.parse(expiring.expires_at) + 1000);
   await expireOnSchedule(h.sql, expiring.checkout_id, pastDeadline, { urls: invoiceUrls(h.ctx.config), boss: h.ctx.boss });
+}
+
+const sii = siiAuthority();
+t.teardown(() => sii.cleanup());
+
+/** The SII's answers (decisions §15): the merchant set up for DTEs, one accepted, then one rejected. */
+async function emitDteEvents(h: TestApp, key: string, merchantId: string, standin: SiiStandin): Promise<void> {
+  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 1, to: 10 }]);
+  const accepted = await ok(h, 'POST', '/invoices', key, invoiceBody({ send_immediately: true }));
+  await until('the DTE accepted', async () => (await ok(h, 'GET', `/invoices/${accepted.invoice_id}`, key)).dte_status === 'accepted', 60_000);
+  standin.outcome = { kind: 'envelope_rejected', code: 'RCT', glosa: 'Rechazado por Error en Caratula' };
+  await ok(h, 'POST', '/invoices', key, invoiceBody({ send_immediately: true }));
 }
 
 function isObject(v: unknown): v is { [k: string]: Json } {
@@ -115,7 +129,8 @@ function ajvErrors(validate: ValidateFunction): string[] {
 }
 
 t.test('test events have the shape of real ones; both match the documented webhooks', async (t) => {
-  const h = await testApp(t);
+  const standin = await startSiiStandin(t);
+  const h = await testApp(t, { SII_CERT_FILE: sii.certFile, SII_BASE_URL: standin.url });
   const receiver = await startHttpsReceiver(t);
   const merchant = await h.merchant({ payment_provider: 'sandbox' });
   const { key } = await h.key(['*'], { merchantId: merchant.id });
@@ -123,6 +138,7 @@ t.test('test events have the shape of real ones; both match the documented webho
   const endpoint = await ok(h, 'POST', '/webhooks/endpoints', key, { url: receiver.url('/events') });
 
   await emitEveryType(h, key);
+  await emitDteEvents(h, key, merchant.id, standin);
   const parsed = (): Received[] => receiver.received.map((r) => ({ body: JSON.parse(r.body), headers: r.headers }));
   const real = await until(
     'a delivered real event of every type',

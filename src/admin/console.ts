@@ -12,6 +12,7 @@ type DeliveryDetail = Outputs['deliveries']['get'];
 type Endpoint = Outputs['endpoints']['enable'];
 type DeliveryStatuses = Extract<ListFilters['status'], readonly unknown[]>;
 type EventType = ListFilters['event_type'];
+type TaxDocument = Outputs['dte']['documents'][number];
 
 // sessionStorage: the token lives as long as the tab, and no other tab or later visit sees it.
 const TOKEN_KEY = 'invoicing-admin-token';
@@ -104,6 +105,9 @@ const ui = {
   replay: byId('replay', HTMLButtonElement),
   attemptRows: byId('attempt-rows', HTMLTableSectionElement),
   payload: byId('payload', HTMLPreElement),
+  dtePanel: byId('dte-documents', HTMLElement),
+  dteMerchant: byId('dte-merchant', HTMLElement),
+  dteRows: byId('dte-rows', HTMLTableSectionElement),
 };
 
 let cursor: string | null = null;
@@ -113,6 +117,7 @@ let openId: string | null = null;
 let shownEndpoint: Endpoint | null = null;
 let poll: ReturnType<typeof setTimeout> | undefined;
 const endpoints = new Map<string, Endpoint>();
+const merchantNames = new Map<string, string>();
 
 function say(message: string): void {
   ui.notice.textContent = message;
@@ -307,6 +312,40 @@ async function openDelivery(id: string): Promise<void> {
   }
 }
 
+// ─── A merchant's tax documents ───────────────────────────────────────────────
+
+const DTE_TYPE_NAMES: Record<number, string> = { 33: 'factura electrónica', 34: 'factura exenta', 61: 'nota de crédito' };
+
+function documentRow(d: TaxDocument): HTMLTableRowElement {
+  return h(
+    'tr',
+    { 'data-id': d.id },
+    h('td', {}, `${d.dte_type} ${DTE_TYPE_NAMES[d.dte_type] ?? ''}`.trim()),
+    h('td', {}, String(d.folio)),
+    h('td', { title: d.invoice_id }, d.invoice_number ?? '—'),
+    h('td', {}, h('span', { class: `status status-${d.status}` }, d.status)),
+    h('td', {}, d.track_id ?? '—'),
+    // SII's answer: why a document was rejected, or the objections (reparos) it was accepted with.
+    h('td', { class: 'error' }, d.reason ?? ''),
+    h('td', {}, when(d.updated_at)),
+  );
+}
+
+/** The picked merchant's DTEs, newest first; none shown while every merchant is. */
+async function loadDocuments(): Promise<void> {
+  const merchantId = ui.merchant.value;
+  if (!merchantId) {
+    ui.dtePanel.hidden = true;
+    return;
+  }
+  const docs = await client.dte.documents.query({ merchant_id: merchantId });
+  // Another merchant was picked meanwhile: its own load shows its documents.
+  if (ui.merchant.value !== merchantId) return;
+  ui.dteMerchant.replaceChildren(merchantName(merchantNames.get(merchantId) ?? merchantId, merchantId));
+  ui.dteRows.replaceChildren(...(docs.length ? docs.map(documentRow) : [h('tr', {}, h('td', { colspan: '7' }, 'No tax documents.'))]));
+  ui.dtePanel.hidden = false;
+}
+
 // ─── Signing in and the actions ──────────────────────────────────────────────
 
 /** A merchant's DTE folios left per document type, for those that have loaded CAFs (decisions §15). */
@@ -320,12 +359,13 @@ function foliosNote(left: Outputs['dte']['foliosLeft'][number]['folios_left'] | 
 async function enter(): Promise<void> {
   const [merchants, types, folios] = await Promise.all([client.merchants.list.query(), client.events.types.query(), client.dte.foliosLeft.query()]);
   const foliosOf = new Map(folios.map((f) => [f.merchant_id, f.folios_left]));
+  for (const m of merchants) merchantNames.set(m.id, m.name);
   ui.login.hidden = true;
   ui.main.hidden = false;
   ui.signOut.hidden = false;
   ui.merchant.replaceChildren(option('', 'All merchants'), ...merchants.map((m) => option(m.id, `${m.name} · ${m.email}${foliosNote(foliosOf.get(m.id))}`)));
   ui.eventType.replaceChildren(option('', 'Any type'), ...types.map((t) => option(t.type, t.type)));
-  await loadEndpointOptions();
+  await Promise.all([loadEndpointOptions(), loadDocuments()]);
   await search();
 }
 
@@ -341,7 +381,7 @@ ui.signOut.addEventListener('click', () => {
   showLogin();
 });
 
-ui.merchant.addEventListener('change', () => void act(loadEndpointOptions));
+ui.merchant.addEventListener('change', () => void act(async () => void (await Promise.all([loadEndpointOptions(), loadDocuments()]))));
 
 ui.endpoint.addEventListener('change', () => {
   const e = endpoints.get(ui.endpoint.value);

@@ -60,6 +60,8 @@ export const appRouter = router({
       .mutation(({ ctx, input }) => dte.addCaf(ctx.db, ctx.app.config, ctx.app.secrets, input.merchant_id, input.file_base64)),
     status: adminProcedure.input(s.dteStatusInput).query(({ ctx, input }) => dte.dteStatus(ctx.db, input.merchant_id)),
     foliosLeft: adminProcedure.query(({ ctx }) => dte.foliosLeftOfAll(ctx.db)),
+    // A merchant's documents and where each stands at the SII, a rejection with SII's reason.
+    documents: adminProcedure.input(s.dteDocumentsInput).query(({ ctx, input }) => dte.listDocuments(ctx.db, input.merchant_id, input.status)),
   }),
   rates: router({
     set: adminProcedure.input(s.setRateInput).mutation(({ ctx, input }) => admin.setExchangeRate(ctx.db, input)),

@@ -6,7 +6,7 @@ import { paymentInstructionsInput, taxProfileInput } from '../merchants/service.
 import { credentialsInput } from '../checkout/provider-settings.js';
 
 export { createKeyInput, createMerchantInput } from '../merchants/service.js';
-export { addCafInput, addCertificateInput, dteStatusInput } from '../dte/schemas.js';
+export { addCafInput, addCertificateInput, dteDocumentsInput, dteStatusInput } from '../dte/schemas.js';
 
 // Inputs travel as JSON (no transformer): instants are RFC 3339 strings, turned into Dates here.
 const instant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));

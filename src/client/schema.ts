@@ -170,7 +170,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel an invoice
-         * @description A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number. While a customer is paying the invoice on its checkout page (the payment is at the gateway), the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`: retry once the payment has ended.
+         * @description A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number. An invoice with a Chilean tax document (DTE) not rejected by the SII is cancelled by a credit note (type 61, CodRef 1 "anula documento") with its own folio, submitted to the SII like any DTE: `credit_note` gives its type, folio and status; with no type-61 folio left the cancel is refused (400 `merchant_misconfigured`, `details.dte_type: 61`) and nothing changes. While a customer is paying the invoice on its checkout page (the payment is at the gateway), the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`: retry once the payment has ended.
          *
          *     Scope: `invoices:write`.
          */
@@ -727,6 +727,46 @@ export interface webhooks {
          * @description Sent to every enabled endpoint subscribed to `invoice.cancelled` (an empty `events` list subscribes to all).
          */
         post: operations["invoiceCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.dte_accepted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The SII accepted the invoice's tax document (DTE), with or without objections: `dte_status` says which.
+         * @description Sent to every enabled endpoint subscribed to `invoice.dte_accepted` (an empty `events` list subscribes to all).
+         */
+        post: operations["invoiceDteAcceptedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "invoice.dte_rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The SII rejected the invoice's tax document (DTE).
+         * @description Sent to every enabled endpoint subscribed to `invoice.dte_rejected` (an empty `events` list subscribes to all).
+         */
+        post: operations["invoiceDteRejectedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1329,6 +1369,7 @@ export interface components {
             dte_type: number | null;
             dte_status: string | null;
             dte_track_id: string | null;
+            credit_note: components["schemas"]["CreditNote"];
             is_legacy: boolean;
             payment_reference: {
                 provider: string;
@@ -1377,6 +1418,14 @@ export interface components {
                 };
             };
         };
+        /** @description The credit note (nota de crédito, type 61, CodRef 1 "anula documento") that cancelled the invoice's DTE, with its folio and its status at the SII; null when none was issued */
+        CreditNote: {
+            /** @constant */
+            type: 61;
+            folio: number;
+            /** @enum {string} */
+            status: "pending" | "sent" | "accepted" | "accepted_with_objections" | "rejected";
+        } | null;
         /** @description No invoice with this id for your account */
         InvoiceNotFoundError: {
             /**
@@ -1535,6 +1584,7 @@ export interface components {
             cancelled_at: string;
             invoice_number: string | null;
             reason: string | null;
+            credit_note: components["schemas"]["CreditNote"];
         };
         /** @description The invoice has no Chilean tax document (DTE): its merchant issues none, or it is a draft or not in CLP */
         DteNotFoundError: {
@@ -2234,6 +2284,64 @@ export interface components {
              * @constant
              */
             type: "invoice.cancelled";
+            /**
+             * Format: date-time
+             * @description When the change happened; order events by it, not by arrival
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /**
+             * @description Always `v1`, the version of the API whose resources `data` holds
+             * @constant
+             */
+            api_version: "v1";
+            /** @description True for a test event (POST /webhooks/endpoints/{endpoint_id}/test) and for every delivery to a sandbox endpoint */
+            is_test: boolean;
+            data: {
+                object: components["schemas"]["Invoice"];
+            };
+        };
+        /** @description The SII accepted the invoice's tax document (DTE), with or without objections: `dte_status` says which. */
+        InvoiceDteAcceptedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also sent as X-Webhook-Id: de-duplicate on it
+             */
+            id: string;
+            /**
+             * @description Always `invoice.dte_accepted`; also sent as X-Webhook-Event
+             * @constant
+             */
+            type: "invoice.dte_accepted";
+            /**
+             * Format: date-time
+             * @description When the change happened; order events by it, not by arrival
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /**
+             * @description Always `v1`, the version of the API whose resources `data` holds
+             * @constant
+             */
+            api_version: "v1";
+            /** @description True for a test event (POST /webhooks/endpoints/{endpoint_id}/test) and for every delivery to a sandbox endpoint */
+            is_test: boolean;
+            data: {
+                object: components["schemas"]["Invoice"];
+            };
+        };
+        /** @description The SII rejected the invoice's tax document (DTE). */
+        InvoiceDteRejectedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also sent as X-Webhook-Id: de-duplicate on it
+             */
+            id: string;
+            /**
+             * @description Always `invoice.dte_rejected`; also sent as X-Webhook-Event
+             * @constant
+             */
+            type: "invoice.dte_rejected";
             /**
              * Format: date-time
              * @description When the change happened; order events by it, not by arrival
@@ -3869,7 +3977,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvoiceCancelled"];
                 };
             };
-            /** @description Error: validation_error */
+            /** @description Error: validation_error, merchant_misconfigured */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3879,7 +3987,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ValidationError"];
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["MerchantMisconfiguredError"];
                 };
             };
             /** @description Error: missing_api_key, invalid_api_key */
@@ -5833,7 +5941,7 @@ export interface operations {
                     url: string;
                     description?: string;
                     /** @description Event types to receive; an empty list means every type */
-                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
+                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
                     /** @description Deliveries are marked test and never count toward disabling */
                     is_sandbox?: boolean;
                 };
@@ -6270,7 +6378,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description Event types to receive; an empty list means every type */
-                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
+                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
                     /** @description true re-enables a disabled endpoint and clears its failure streak */
                     enabled?: boolean;
                     is_sandbox?: boolean;
@@ -6602,7 +6710,7 @@ export interface operations {
                      * @description Event type to simulate; default invoice.paid
                      * @enum {string}
                      */
-                    event?: "invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed";
+                    event?: "invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed";
                 };
             };
         };
@@ -7539,6 +7647,132 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["InvoiceCancelledEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once (`disabled_reason: gone`) and gets no more deliveries. To a sandbox endpoint or a test event it is a failure like any other. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            429: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            503: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: the delivery succeeded. Answer within 15 s (a test event: 10 s); the body is not read beyond its first 4 KB, kept with the attempt. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (a redirect too: it is not followed), no answer within the time allowed, or no connection: a failure. A delivery is attempted up to 8 times (the guide's Webhooks section gives the schedule), a test event once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    invoiceDteAcceptedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 keyed with the whole endpoint secret (`whsec_…`) over `<t>.<raw body>`, the scheme of Stripe. Verify it on the raw bytes and reject timestamps more than 5 minutes old. */
+                "X-Webhook-Signature": string;
+                /** @description The event id (the body’s `id`); a delivery may arrive more than once: de-duplicate on it. */
+                "X-Webhook-Id": string;
+                /** @description The event type (the body’s `type`). */
+                "X-Webhook-Event": "invoice.dte_accepted";
+                /** @description Names the sender. */
+                "User-Agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceDteAcceptedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once (`disabled_reason: gone`) and gets no more deliveries. To a sandbox endpoint or a test event it is a failure like any other. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            429: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            503: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: the delivery succeeded. Answer within 15 s (a test event: 10 s); the body is not read beyond its first 4 KB, kept with the attempt. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (a redirect too: it is not followed), no answer within the time allowed, or no connection: a failure. A delivery is attempted up to 8 times (the guide's Webhooks section gives the schedule), a test event once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    invoiceDteRejectedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 keyed with the whole endpoint secret (`whsec_…`) over `<t>.<raw body>`, the scheme of Stripe. Verify it on the raw bytes and reject timestamps more than 5 minutes old. */
+                "X-Webhook-Signature": string;
+                /** @description The event id (the body’s `id`); a delivery may arrive more than once: de-duplicate on it. */
+                "X-Webhook-Id": string;
+                /** @description The event type (the body’s `type`). */
+                "X-Webhook-Event": "invoice.dte_rejected";
+                /** @description Names the sender. */
+                "User-Agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvoiceDteRejectedEvent"];
             };
         };
         responses: {

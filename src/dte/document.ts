@@ -38,8 +38,16 @@ export interface Line {
   lineTotal: string;
 }
 
-export interface DteContent {
+/** What a credit note (type 61) cancels: SII's Referencia with CodRef 1, "anula documento". */
+export interface Reference {
   type: 33 | 34;
+  folio: number;
+  /** The referenced document's issue date, YYYY-MM-DD. */
+  date: string;
+}
+
+export interface DteContent {
+  type: 33 | 34 | 61;
   folio: number;
   issueDate: string;
   /** Line prices include VAT (the invoice is tax-inclusive): SII's MntBruto. */
@@ -49,6 +57,8 @@ export interface DteContent {
   lines: Line[];
   /** Whole pesos; the rate in percent. For type 34 `net` is the exempt amount and there is no tax. */
   totals: { net: string; taxRate: string; tax: string; total: string };
+  /** A credit note's: the document it cancels. */
+  reference?: Reference;
 }
 
 /** The document's ID attribute, the signature's reference. */
@@ -93,7 +103,8 @@ function detail(line: Line, index: number) {
 
 function totals(content: DteContent) {
   const t = content.totals;
-  if (content.type === 34) return { MntExe: t.net, MntTotal: t.total };
+  // A credit note states its totals as the document it cancels does.
+  if (content.type === 34 || content.reference?.type === 34) return { MntExe: t.net, MntTotal: t.total };
   return { MntNeto: t.net, TasaIVA: decimal(t.taxRate), IVA: t.tax, MntTotal: t.total };
 }
 
@@ -128,6 +139,18 @@ export function buildDte(content: DteContent, timbre: Timbre, signedAt: string):
       Totales: totals(content),
     },
     Detalle: content.lines.map(detail),
+    ...(content.reference
+      ? {
+          Referencia: {
+            NroLinRef: '1',
+            TpoDocRef: String(content.reference.type),
+            FolioRef: String(content.reference.folio),
+            FchRef: content.reference.date,
+            CodRef: '1',
+            RazonRef: 'Anula documento',
+          },
+        }
+      : {}),
     TED: timbre.element,
     TmstFirma: signedAt,
   };

@@ -1,5 +1,5 @@
-// The EnvioDTE: the signed DTE in a SetDTE with its Carátula, the whole set signed again; what is
-// uploaded to SII and kept as the invoice's tax document.
+// The EnvioDTE: signed DTEs in a SetDTE with its Carátula, the whole set signed again; what is
+// uploaded to SII (one or several documents of a merchant) and kept as an invoice's tax document.
 import { create } from 'xmlbuilder2';
 import type { SigningIdentity } from './certificate.js';
 import { SII_NAMESPACE } from './document.js';
@@ -9,7 +9,7 @@ import { latin1Bytes } from './xml.js';
 // SII's own RUT: the receiver of every EnvioDTE uploaded to it.
 export const SII_RUT = '60803000-K';
 const SET_ID = 'SetDoc';
-// A comment marks where the signed DTE goes: it is placed as the text it was signed as.
+// A comment marks where the signed DTEs go: each is placed as the text it was signed as.
 const DTE_PLACE = '<!--DTE-->';
 
 export interface Caratula {
@@ -19,11 +19,17 @@ export interface Caratula {
   resolucionFecha: string;
   resolucionNumero: number;
   signedAt: string;
-  dteType: number;
 }
 
-/** The signed EnvioDTE of one signed DTE, as its ISO-8859-1 bytes with their declaration. */
-export function buildEnvioDte(c: Caratula, signedDte: string, identity: SigningIdentity): Buffer {
+export interface SignedDte {
+  type: number;
+  /** The DTE element as it was signed. */
+  xml: string;
+}
+
+/** The signed EnvioDTE of signed DTEs, as its ISO-8859-1 bytes with their declaration. */
+export function buildEnvioDte(c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer {
+  const types = [...new Set(dtes.map((d) => d.type))].sort((a, b) => a - b);
   const envelope = create({
     EnvioDTE: {
       '@xmlns': SII_NAMESPACE,
@@ -40,13 +46,13 @@ export function buildEnvioDte(c: Caratula, signedDte: string, identity: SigningI
           FchResol: c.resolucionFecha,
           NroResol: String(c.resolucionNumero),
           TmstFirmaEnv: c.signedAt,
-          SubTotDTE: { TpoDTE: String(c.dteType), NroDTE: '1' },
+          SubTotDTE: types.map((t) => ({ TpoDTE: String(t), NroDTE: String(dtes.filter((d) => d.type === t).length) })),
         },
         '!': 'DTE',
       },
     },
   }).end({ headless: true });
   if (!envelope.includes(DTE_PLACE)) throw new Error('the EnvioDTE lost the place of its DTE');
-  const signed = signElement(envelope.replace(DTE_PLACE, signedDte), 'SetDTE', identity);
+  const signed = signElement(envelope.replace(DTE_PLACE, dtes.map((d) => d.xml).join('')), 'SetDTE', identity);
   return latin1Bytes(`<?xml version="1.0" encoding="ISO-8859-1"?>\n${signed}`);
 }

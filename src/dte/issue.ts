@@ -3,16 +3,18 @@
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import { Decimal } from '../money.js';
 import type { SigningIdentity } from './certificate.js';
-import { buildDte, documentId, GENERIC_RUT, timbreFields, type DteContent, type Issuer } from './document.js';
+import { buildDte, documentId, GENERIC_RUT, timbreFields, type DteContent, type Issuer, type Reference } from './document.js';
 import { buildEnvioDte } from './envelope.js';
 import { signElement } from './sign.js';
 import { stampTimbre } from './ted.js';
 
 export interface IssueInput {
   invoice: InvoiceWithItems;
-  type: 33 | 34;
+  type: 33 | 34 | 61;
   folio: number;
   issuer: Issuer & { resolucionNumero: number; resolucionFecha: string; timezone: string };
+  /** A credit note's: the document it cancels (it is issued today, with that document's lines and totals). */
+  reference?: Reference;
   caf: { cafXml: string; privateKeyPem: string };
   identity: SigningIdentity;
   now: Date;
@@ -23,6 +25,12 @@ export interface IssuedDte {
   ted: string;
   /** The signed EnvioDTE, ISO-8859-1. */
   envio: Buffer;
+  /** The DTE element as signed: an EnvioDTE of several documents places it as is. */
+  signedDte: string;
+  /** What SII's per-document query asks: the receiver's RUT, the issue date, the total. */
+  receiverRut: string;
+  issueDate: string;
+  total: string;
 }
 
 const timestampFormats = new Map<string, Intl.DateTimeFormat>();
@@ -47,13 +55,13 @@ function pesos(amount: string): string {
 const CHILEAN_RUT = /^\d{1,8}-[\dK]$/;
 
 /** The document's content: the invoice's own lines and totals (decisions §2), nothing recomputed. */
-export function dteContent(input: Pick<IssueInput, 'invoice' | 'type' | 'folio' | 'issuer'>): DteContent {
+export function dteContent(input: Pick<IssueInput, 'invoice' | 'type' | 'folio' | 'issuer' | 'reference' | 'now'>): DteContent {
   const { invoice } = input;
   return {
     type: input.type,
     folio: input.folio,
-    issueDate: invoice.issue_date,
-    grossLines: invoice.tax_inclusive && input.type === 33,
+    issueDate: input.reference ? siiTimestamp(input.now, input.issuer.timezone).slice(0, 10) : invoice.issue_date,
+    grossLines: invoice.tax_inclusive && (input.type === 33 || input.reference?.type === 33),
     issuer: input.issuer,
     receiver: {
       rut: invoice.client_rut && CHILEAN_RUT.test(invoice.client_rut) ? invoice.client_rut : GENERIC_RUT,
@@ -64,6 +72,7 @@ export function dteContent(input: Pick<IssueInput, 'invoice' | 'type' | 'folio' 
     },
     lines: invoice.items.map((it) => ({ description: it.description, quantity: it.quantity, unitPrice: it.unit_price, lineTotal: pesos(it.line_total) })),
     totals: { net: pesos(invoice.subtotal), taxRate: invoice.tax_rate, tax: pesos(invoice.tax_total), total: pesos(invoice.total) },
+    ...(input.reference ? { reference: input.reference } : {}),
   };
 }
 
@@ -93,10 +102,9 @@ export function issueDte(input: IssueInput): IssuedDte {
       resolucionFecha: input.issuer.resolucionFecha,
       resolucionNumero: input.issuer.resolucionNumero,
       signedAt: stampedAt,
-      dteType: input.type,
     },
-    signedDte,
+    [{ type: input.type, xml: signedDte }],
     input.identity,
   );
-  return { ted: timbre.text, envio };
+  return { ted: timbre.text, envio, signedDte, receiverRut: content.receiver.rut, issueDate: content.issueDate, total: content.totals.total };
 }

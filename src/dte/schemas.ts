@@ -33,3 +33,8 @@ export const addCafInput = z.strictObject({
 });
 
 export const dteStatusInput = z.strictObject({ merchant_id: z.uuid() });
+
+export const dteDocumentsInput = z.strictObject({
+  merchant_id: z.uuid(),
+  status: z.enum(['pending', 'uploading', 'sent', 'accepted', 'accepted_with_objections', 'rejected']).optional(),
+});

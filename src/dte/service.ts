@@ -9,12 +9,14 @@ import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import { getInvoice } from '../invoices/queries.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
+import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { CafError, DTE_TYPES, parseCaf, verifyCaf, type DteType } from './caf.js';
 import { CertificateError, readPkcs12, type SigningIdentity } from './certificate.js';
-import { dteFilename, MAX_DTE_LINES } from './document.js';
-import { issueDte } from './issue.js';
+import { dteFilename, MAX_DTE_LINES, type Reference } from './document.js';
+import { issueDte, type IssueInput } from './issue.js';
 import { SII_CAF_CERTIFICATES } from './sii-certs.js';
+import { queueSubmission } from './submission.js';
 import * as q from './queries.js';
 
 /** The tax profile's fields a DTE needs (decisions §15); set-tax-profile leaves the last four optional. */
@@ -60,7 +62,7 @@ interface SealedPkcs12 {
   password: string;
 }
 
-function openIdentity(secrets: SecretBox, sealed: Buffer): SigningIdentity {
+export function openIdentity(secrets: SecretBox, sealed: Buffer): SigningIdentity {
   const { pkcs12, password } = JSON.parse(secrets.open(sealed)) as SealedPkcs12;
   return readPkcs12(Buffer.from(pkcs12, 'base64'), password);
 }
@@ -209,38 +211,29 @@ export async function dteStatus(db: Queryable, merchantId: string) {
 
 // ─── Issuing ─────────────────────────────────────────────────────────────────
 
-function misconfigured(type: 33 | 34, message: string): AppError {
+function misconfigured(type: 33 | 34 | 61, message: string): AppError {
   return new AppError('merchant_misconfigured', message, { details: { dte_type: type } });
 }
 
-/**
- * The invoice's DTE, issued in the sending transaction (decisions §15) once it is sent: a folio
- * from the oldest CAF with folios left, the document built, stamped and signed, stored with the
- * invoice. A merchant without the three pieces issues none; an invoice in another currency than
- * CLP gets `not_applicable`. No folio left refuses the send (the caller's transaction rolls back).
- */
-export async function issueInvoiceDte(db: Queryable, secrets: SecretBox | undefined, merchantId: string, invoiceId: string): Promise<void> {
+/** What issuing a document in the caller's transaction takes: the secrets that open the keys, the queue of its submission. */
+export interface IssueDeps {
+  secrets: SecretBox | undefined;
+  boss: PgBoss;
+}
+
+type Issuing = Omit<IssueInput, 'type' | 'folio' | 'caf' | 'reference'>;
+
+/** The merchant's issuing setup when it issues DTEs (tax profile, certificate, CAFs), its certificate opened. */
+async function issuing(db: Queryable, secrets: SecretBox | undefined, merchantId: string, invoiceId: string): Promise<Issuing | null> {
   const setup = await q.signingSetup(db, merchantId);
-  if (!setup) return;
+  if (!setup) return null;
   const merchant = await getMerchant(db, merchantId);
-  if (!merchant || !isDteReady(merchant)) return;
+  if (!merchant || !isDteReady(merchant)) return null;
   const invoice = await getInvoice(db, merchantId, invoiceId);
-  if (!invoice) throw new Error(`invoice ${invoiceId} vanished while it was being sent`);
-  if (invoice.currency !== 'CLP') return q.markDteNotApplicable(db, invoiceId);
-  if (invoice.items.length > MAX_DTE_LINES) {
-    throw AppError.validation([{ path: 'items', message: `a DTE has at most ${MAX_DTE_LINES} lines; this invoice has ${invoice.items.length}` }]);
-  }
+  if (!invoice) throw new Error(`invoice ${invoiceId} vanished while its tax document was issued`);
   if (!secrets) throw new Error('issuing a DTE needs the secret box that opens the certificate');
-  const type = invoice.is_tax_exempt ? 34 : 33;
-  const now = clock.now();
-  const identity = openIdentity(secrets, setup.sealed_pkcs12);
-  if (identity.notAfter <= now) throw misconfigured(type, `The DTE signing certificate expired on ${iso(identity.notAfter)}: add a current one.`);
-  const taken = await q.takeFolio(db, merchantId, type);
-  if (!taken) throw misconfigured(type, `No folios of DTE type ${type} are left: load a CAF of type ${type}.`);
-  const issued = issueDte({
+  return {
     invoice,
-    type,
-    folio: taken.folio,
     issuer: {
       rut: merchant.rut,
       razonSocial: merchant.razon_social,
@@ -253,10 +246,55 @@ export async function issueInvoiceDte(db: Queryable, secrets: SecretBox | undefi
       resolucionFecha: merchant.resolucion_fecha,
       timezone: merchant.timezone,
     },
-    caf: { cafXml: taken.caf_xml, privateKeyPem: secrets.open(taken.sealed_private_key) },
-    identity,
-    now,
+    identity: openIdentity(secrets, setup.sealed_pkcs12),
+    now: clock.now(),
+  };
+}
+
+/**
+ * A folio of the type, the document built, stamped and signed, and its submission queued, all in
+ * the caller's transaction. No folio left, or an expired certificate, refuses (the caller's
+ * transaction rolls back).
+ */
+async function issueDocument(db: Queryable, deps: IssueDeps, base: Issuing, type: 33 | 34 | 61, reference?: Reference) {
+  const { invoice, identity, now } = base;
+  if (identity.notAfter <= now) throw misconfigured(type, `The DTE signing certificate expired on ${iso(identity.notAfter)}: add a current one.`);
+  const taken = await q.takeFolio(db, invoice.merchant_id, type);
+  if (!taken) throw misconfigured(type, `No folios of DTE type ${type} are left: load a CAF of type ${type}.`);
+  const issued = issueDte({ ...base, type, folio: taken.folio, caf: { cafXml: taken.caf_xml, privateKeyPem: deps.secrets!.open(taken.sealed_private_key) }, ...(reference ? { reference } : {}) });
+  await q.insertDocument(db, {
+    id: newId(),
+    merchant_id: invoice.merchant_id,
+    invoice_id: invoice.id,
+    dte_type: type,
+    folio: taken.folio,
+    signed_dte: issued.signedDte,
+    ted: issued.ted,
+    receiver_rut: issued.receiverRut,
+    issue_date: issued.issueDate,
+    total: issued.total,
+    created_at: now,
   });
+  await queueSubmission(db, deps.boss, invoice.merchant_id);
+  return { taken, issued };
+}
+
+/**
+ * The invoice's DTE, issued in the sending transaction (decisions §15) once it is sent: a folio
+ * from the oldest CAF with folios left, the document built, stamped and signed, stored with the
+ * invoice, its submission to SII queued. A merchant without the three pieces issues none; an
+ * invoice in another currency than CLP gets `not_applicable`. No folio left refuses the send.
+ */
+export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
+  const base = await issuing(db, deps.secrets, merchantId, invoiceId);
+  if (!base) return;
+  const { invoice } = base;
+  if (invoice.currency !== 'CLP') return q.markDteNotApplicable(db, invoiceId);
+  if (invoice.items.length > MAX_DTE_LINES) {
+    throw AppError.validation([{ path: 'items', message: `a DTE has at most ${MAX_DTE_LINES} lines; this invoice has ${invoice.items.length}` }]);
+  }
+  const type = invoice.is_tax_exempt ? 34 : 33;
+  const { taken, issued } = await issueDocument(db, deps, base, type);
   await q.insertInvoiceDte(db, {
     invoice_id: invoiceId,
     merchant_id: merchantId,
@@ -265,10 +303,25 @@ export async function issueInvoiceDte(db: Queryable, secrets: SecretBox | undefi
     caf_id: taken.caf_id,
     ted: issued.ted,
     envio_xml: issued.envio,
-    resolucion_numero: merchant.resolucion_numero,
-    resolucion_fecha: merchant.resolucion_fecha,
-    created_at: now,
+    resolucion_numero: base.issuer.resolucionNumero,
+    resolucion_fecha: base.issuer.resolucionFecha,
+    created_at: base.now,
   });
+}
+
+/**
+ * The credit note (type 61, CodRef 1 "anula documento") that cancels the invoice's DTE, issued
+ * in the cancelling transaction: same lines and totals, its own folio, signature and submission.
+ * Nothing for an invoice without a DTE or whose DTE SII rejected; no folio of type 61 left refuses the cancel.
+ */
+export async function issueCreditNote(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
+  const original = await q.invoiceDocument(db, invoiceId);
+  // A DTE the SII rejected does not exist for it: there is nothing to cancel there.
+  if (!original || original.dte_type === 61 || original.status === 'rejected') return;
+  const base = await issuing(db, deps.secrets, merchantId, invoiceId);
+  if (!base) throw misconfigured(61, 'The invoice has a DTE, and cancelling it issues a credit note (type 61): the DTE setup is incomplete.');
+  const { taken } = await issueDocument(db, deps, base, 61, { type: original.dte_type as 33 | 34, folio: original.folio, date: original.issue_date });
+  await q.setCreditNote(db, invoiceId, taken.folio);
 }
 
 /** The signed EnvioDTE of one of the merchant's invoices, with a file name; 404 when it has none. */
@@ -277,4 +330,10 @@ export async function invoiceDteXml(db: Queryable, merchantId: string, invoiceId
   if (!found) throw new AppError('invoice_not_found', `No invoice ${invoiceId}.`);
   if (!found.envio_xml) throw new AppError('dte_not_found', `Invoice ${invoiceId} has no tax document (DTE).`);
   return { content: found.envio_xml, filename: dteFilename(found.dte_type!, found.folio!) };
+}
+
+/** A merchant's documents (its invoices' DTEs and credit notes), newest first, with SII's state and reason. */
+export async function listDocuments(db: Queryable, merchantId: string, status?: q.DocumentStatus) {
+  const rows = await q.listDocuments(db, merchantId, status, 200);
+  return rows.map((r) => ({ ...r, created_at: iso(r.created_at)!, updated_at: iso(r.updated_at)! }));
 }

@@ -13,6 +13,8 @@ export const eventTypes = {
   'invoice.reminder_sent': 'A payment reminder was sent (manual or automated).',
   'invoice.paid': 'An invoice was paid (mark-paid or checkout).',
   'invoice.cancelled': 'A sent, viewed or overdue invoice was cancelled.',
+  'invoice.dte_accepted': "The SII accepted the invoice's tax document (DTE), with or without objections: `dte_status` says which.",
+  'invoice.dte_rejected': "The SII rejected the invoice's tax document (DTE).",
   'client.created': 'A client was created.',
   'client.updated': 'A client was updated.',
   'checkout.completed': 'A checkout session was paid.',

@@ -23,6 +23,8 @@ const eventData = {
   'invoice.reminder_sent': z.object({ object: invoiceResource, reminder: reminderResource }),
   'invoice.paid': invoiceData,
   'invoice.cancelled': invoiceData,
+  'invoice.dte_accepted': invoiceData,
+  'invoice.dte_rejected': invoiceData,
   'client.created': clientData,
   'client.updated': clientData,
   'checkout.completed': checkoutData,

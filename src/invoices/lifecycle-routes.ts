@@ -7,7 +7,7 @@ import * as service from './service.js';
 import { invoiceDeps } from './routes.js';
 
 function deps(ctx: AppContext): lifecycle.LifecycleDeps {
-  return { urls: invoiceDeps(ctx).urls, boss: ctx.boss };
+  return { urls: invoiceDeps(ctx).urls, boss: ctx.boss, secrets: ctx.secrets };
 }
 
 export const lifecycleRoutes = [
@@ -76,13 +76,14 @@ export const lifecycleRoutes = [
     summary: 'Cancel an invoice',
     description:
       'A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number. ' +
+      "An invoice with a Chilean tax document (DTE) not rejected by the SII is cancelled by a credit note (type 61, CodRef 1 \"anula documento\") with its own folio, submitted to the SII like any DTE: `credit_note` gives its type, folio and status; with no type-61 folio left the cancel is refused (400 `merchant_misconfigured`, `details.dte_type: 61`) and nothing changes. " +
       'While a customer is paying the invoice on its checkout page (the payment is at the gateway), the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`: retry once the payment has ended.',
     tag: 'Invoices',
     scope: 'invoices:write',
     params: invoiceIdParams,
     body: s.cancelBody,
     response: { status: 200, description: 'The invoice was cancelled or deleted', schema: s.cancelResult },
-    errors: ['invoice_not_found', 'invoice_already_paid', 'invoice_invalid_state'],
+    errors: ['invoice_not_found', 'invoice_already_paid', 'invoice_invalid_state', 'merchant_misconfigured'],
     example: { body: { reason: 'Duplicated order' } },
     handler: async ({ params, body, auth, ctx, db }) => ({
       status: 200,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { timestamp } from '../http/schemas.js';
-import { invoiceStatuses, locale } from './schemas.js';
+import { creditNote, invoiceStatuses, locale } from './schemas.js';
 
 export const sendQuery = z.strictObject({
   locale: locale.optional().meta({ description: "Language of the e-mail and PDF; default the invoice's own (set at create)" }),
@@ -59,5 +59,6 @@ export const cancelResult = z
     cancelled_at: timestamp,
     invoice_number: z.string().nullable(),
     reason: z.string().nullable(),
+    credit_note: creditNote,
   })
   .meta({ id: 'InvoiceCancelled' });

@@ -7,6 +7,8 @@ import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { emitEvent } from '../events/emit.js';
 import { queueEmail } from '../email/outbox.js';
+import { issueCreditNote } from '../dte/service.js';
+import type { SecretBox } from '../webhooks/secrets.js';
 import { formatAmount, isCurrency, precision, Decimal } from '../money.js';
 import { explainRejection, getInvoice, type Urls } from './service.js';
 import * as q from './lifecycle-queries.js';
@@ -14,6 +16,8 @@ import * as q from './lifecycle-queries.js';
 export interface LifecycleDeps {
   urls: Urls;
   boss: PgBoss;
+  /** Opens the DTE certificate and CAF keys: cancelling an invoice with a DTE issues a credit note. */
+  secrets?: SecretBox;
 }
 
 // Decisions §4: automated reminders 3 days before the due date, on it, and 7 days after, at 09:00.
@@ -156,18 +160,23 @@ async function refuseWhileCustomerPays(db: Queryable, merchantId: string, id: st
   }
 }
 
-/** A draft is deleted; a sent, viewed or overdue invoice is cancelled and keeps its number. */
+/**
+ * A draft is deleted; a sent, viewed or overdue invoice is cancelled and keeps its number, and its
+ * DTE, when it has one, is cancelled by a credit note issued in the same transaction.
+ */
 export async function cancelInvoice(db: Queryable, merchantId: string, id: string, reason: string | null, deps: LifecycleDeps) {
   const now = clock.now();
   const deleted = await q.deleteDraft(db, merchantId, id);
   if (deleted) {
-    return { invoice_id: id, status: 'deleted' as const, cancelled_at: iso(now)!, invoice_number: null, reason };
+    return { invoice_id: id, status: 'deleted' as const, cancelled_at: iso(now)!, invoice_number: null, reason, credit_note: null };
   }
   await refuseWhileCustomerPays(db, merchantId, id, 'cancel', now);
   const row = await q.markCancelled(db, merchantId, id, reason, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'cancel');
-  await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
-  return { invoice_id: row.id, status: 'cancelled' as const, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason };
+  await issueCreditNote(db, { secrets: deps.secrets, boss: deps.boss }, merchantId, id);
+  const invoice = await getInvoice(db, merchantId, id, deps.urls);
+  await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: invoice });
+  return { invoice_id: row.id, status: 'cancelled' as const, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason, credit_note: invoice.credit_note };
 }
 
 // Batches keep each sweep transaction short; the loop runs until nothing is left.

@@ -50,6 +50,9 @@ export interface InvoiceRow {
   dte_folio: number | null;
   dte_status: string | null;
   dte_track_id: string | null;
+  /** The credit note that cancelled the DTE (type 61). */
+  credit_note_folio: number | null;
+  credit_note_status: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -89,6 +92,8 @@ export type ListedInvoice = Pick<
   | 'dte_folio'
   | 'dte_status'
   | 'dte_track_id'
+  | 'credit_note_folio'
+  | 'credit_note_status'
 > & {
   paid_at: Date | string | null;
   created_at: Date | string;
@@ -119,6 +124,8 @@ export type NewInvoice = Omit<
   | 'dte_folio'
   | 'dte_status'
   | 'dte_track_id'
+  | 'credit_note_folio'
+  | 'credit_note_status'
   | 'updated_at'
 >;
 
@@ -226,6 +233,7 @@ type ListedCells = [
   string, string, string, string, string | null, string | null, string | null, InvoiceStatus, string, string | null,
   string | null, string, string, boolean, boolean, string, string, string, string, string, string, string | null,
   string | null, string | null, string, string, InvoiceItemRow[], number | null, number | null, string | null, string | null,
+  number | null, string | null,
 ];
 
 export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
@@ -242,7 +250,7 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
              i.tax_inclusive, i.tax_rate::text, i.subtotal::text, i.tax_total::text, i.total::text, i.amount_paid::text,
              i.public_token, i.payment_provider, i.payment_transaction_id, ${rfc3339(db, 'i.paid_at')},
              ${rfc3339(db, 'i.created_at')}, ${rfc3339(db, 'i.updated_at')}, ${itemsJson(db)}, i.dte_type, i.dte_folio, i.dte_status,
-             i.dte_track_id) AS invoice
+             i.dte_track_id, i.credit_note_folio, i.credit_note_status) AS invoice
       FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}
@@ -261,7 +269,7 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
     due_date: c[12], is_tax_exempt: c[13], tax_inclusive: c[14], tax_rate: c[15], subtotal: c[16], tax_total: c[17],
     total: c[18], amount_paid: c[19], public_token: c[20], payment_provider: c[21], payment_transaction_id: c[22],
     paid_at: c[23], created_at: c[24], updated_at: c[25], items: c[26], dte_type: c[27], dte_folio: c[28], dte_status: c[29],
-    dte_track_id: c[30],
+    dte_track_id: c[30], credit_note_folio: c[31], credit_note_status: c[32],
   }));
 }
 

@@ -85,6 +85,18 @@ export const invoiceItemResource = z.object({
   line_total: z.string(),
 });
 
+/** Decisions §15: the credit note (type 61) that cancelled the invoice's DTE, or null. */
+export const creditNote = z
+  .object({
+    type: z.literal(61),
+    folio: z.number().int(),
+    status: z.enum(['pending', 'sent', 'accepted', 'accepted_with_objections', 'rejected']),
+  })
+  .nullable()
+  .meta({ id: 'CreditNote', description: "The credit note (nota de crédito, type 61, CodRef 1 \"anula documento\") that cancelled the invoice's DTE, with its folio and its status at the SII; null when none was issued" });
+
+export type CreditNoteStatus = NonNullable<z.infer<typeof creditNote>>['status'];
+
 export const invoiceResource = z
   .object({
     id: z.string(),
@@ -112,6 +124,7 @@ export const invoiceResource = z
     dte_type: z.number().int().nullable(),
     dte_status: z.string().nullable(),
     dte_track_id: z.string().nullable(),
+    credit_note: creditNote,
     is_legacy: z.boolean(),
     payment_reference: z
       .object({ provider: z.string(), transaction_id: z.string(), paid_at: timestamp.nullable() })

@@ -13,7 +13,7 @@ import { exchangeRate, fetchMissingRates, type RateNeed } from '../rates/service
 import { issueInvoiceDte } from '../dte/service.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import * as q from './queries.js';
-import type { CreateInvoiceInput, InvoiceStatus, Locale } from './schemas.js';
+import type { CreateInvoiceInput, CreditNoteStatus, InvoiceStatus, Locale } from './schemas.js';
 
 export interface Urls {
   apiBase: string;
@@ -57,6 +57,8 @@ export function invoiceResource(row: q.ListedInvoice, urls: Urls) {
     dte_type: row.dte_type,
     dte_status: row.dte_status,
     dte_track_id: row.dte_track_id,
+    credit_note:
+      row.credit_note_folio === null ? null : { type: 61 as const, folio: row.credit_note_folio, status: row.credit_note_status as CreditNoteStatus },
     is_legacy: false,
     payment_reference:
       row.payment_provider && row.payment_transaction_id
@@ -239,7 +241,7 @@ export async function explainRejection(db: Queryable, merchantId: string, id: st
 export async function sendInvoice(db: Queryable, merchant: MerchantSettings, id: string, locale: Locale | undefined, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const row = await q.markSent(db, merchant.id, id, merchant.invoice_prefix, clock.now(), locale);
   if (!row) throw await explainRejection(db, merchant.id, id, 'send');
-  await issueInvoiceDte(db, deps.secrets, merchant.id, id);
+  await issueInvoiceDte(db, { secrets: deps.secrets, boss: deps.boss }, merchant.id, id);
   await queueInvoiceEmail(db, deps.boss, row);
   await emitEvent(db, deps.boss, merchant.id, 'invoice.sent', { object: await invoiceObject(db, merchant.id, id, deps.urls) });
   return row;

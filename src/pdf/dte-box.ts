@@ -2,6 +2,7 @@
 // box at the top right and the timbre, the TED as a PDF417 barcode, near the bottom. Their texts
 // are SII's and stay Spanish in a document of any language.
 import bwipjs from 'bwip-js';
+import type { Reference } from '../dte/document.js';
 import { formatDate } from '../format.js';
 import type { Locale } from '../invoices/schemas.js';
 import type { LegalProfile } from '../merchants/legal-profile.js';
@@ -16,6 +17,8 @@ export interface PrintedDte {
   resolutionNumber: number;
   /** YYYY-MM-DD */
   resolutionDate: string;
+  /** A credit note's (61, and only its): the document it cancels, SII's Referencia with CodRef 1. */
+  reference?: Reference;
 }
 
 const DOCUMENT_NAMES: Record<PrintedDte['type'], string> = {
@@ -65,6 +68,35 @@ export function drawRedBox(doc: PDFKit.PDFDocument, dte: PrintedDte, issuer: Leg
   doc.font('bold').fontSize(10).fillColor(SII_RED);
   doc.text(pdfText(`S.I.I. - ${issuer.comuna.toLocaleUpperCase('es-CL')}`), x, boxBottom + 6, { width: RED_BOX_WIDTH, align: 'center' });
   return doc.y;
+}
+
+const REFERENCE_SIZE = 9.5;
+const REFERENCE_GAP = 12;
+
+/**
+ * A credit note's "Referencias" at (x, y) across the width: the type, folio and date of the
+ * document it cancels and SII's reason, as the document's Referencia carries them (decisions §15).
+ * Returns the y under them.
+ */
+export function drawReferences(doc: PDFKit.PDFDocument, reference: Reference, locale: Locale, x: number, y: number, width: number): number {
+  doc.font('bold').fontSize(REFERENCE_SIZE).fillColor(INK).text('Referencias', x, y, { width });
+  const cells: [label: string, value: string, share: number][] = [
+    ['Tipo de documento', `${DOCUMENT_NAMES[reference.type]} (${reference.type})`, 0.45],
+    ['Folio', String(reference.folio), 0.15],
+    ['Fecha', formatDate(reference.date, locale), 0.2],
+    ['Razón', 'Anula documento', 0.2],
+  ];
+  const top = doc.y + 4;
+  let bottom = top;
+  let cellX = x;
+  for (const [label, value, share] of cells) {
+    const cellW = width * share - REFERENCE_GAP;
+    doc.font('bold').fontSize(REFERENCE_SIZE - 1).text(label, cellX, top, { width: cellW });
+    doc.font('regular').fontSize(REFERENCE_SIZE).text(value, cellX, doc.y + 1, { width: cellW });
+    bottom = Math.max(bottom, doc.y);
+    cellX += width * share;
+  }
+  return bottom;
 }
 
 export interface Timbre {

@@ -4,7 +4,7 @@ import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { MerchantRow } from '../merchants/queries.js';
 import { legalProfile, type LegalProfile } from '../merchants/legal-profile.js';
-import { drawRedBox, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
+import { drawRedBox, drawReferences, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
 import { pdfFonts, type FontStyle } from './fonts.js';
 import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfLabels } from './text.js';
 
@@ -83,6 +83,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   const dte = opts.dte ?? null;
   if (dte && opts.draft) throw new Error('a draft carries no DTE');
   if (dte && !issuer.profile) throw new Error(`merchant ${merchant.id} has a DTE but no legal profile to print with it`);
+  if (dte && (dte.type === 61) !== (dte.reference !== undefined)) throw new Error('a credit note, and only a credit note, prints the document it cancels');
 
   const doc = new PDFDocument({
     size: PAGE.size,
@@ -197,6 +198,8 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     dy = Math.max(doc.y, dy + 14);
   }
   y = Math.max(clientBottom, dy) + 22;
+  // A credit note names the document it cancels before its lines (SII's Referencias).
+  if (dte?.reference) y = drawReferences(doc, dte.reference, locale, left, y, width) + 22;
 
   // Items.
   const cellText = (key: (typeof COLS)[number]['key'], item: InvoiceWithItems['items'][number]): string => {

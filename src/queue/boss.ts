@@ -72,6 +72,14 @@ export const queues = {
   // One job per session at its expires_at (and a periodic sweep with no checkout_id). A run that
   // finds its session not due yet (clocks a little apart) throws, and the backoff retries it.
   checkoutExpire: { name: 'checkout-expire', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  // Decisions §15: a merchant's documents to SII. SII down or slow is retried with backoff for
+  // about a day (capped at an hour apart); the sweep picks up anything still owed after that.
+  // The lease outlasts a seed, a token and an upload at their 30 s timeouts.
+  dteSubmit: { name: 'dte-submit', expireInSeconds: 180, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600, notify: true },
+  // One poll of an upload's state; a state still under way is a new job further on, a failed
+  // call is retried like the submission.
+  dteStatus: { name: 'dte-status', expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600 },
+  dteSweep: { name: 'dte-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
 } as const satisfies Record<string, Queue>;
 
 export type QueueName = (typeof queues)[keyof typeof queues]['name'];

@@ -62,11 +62,18 @@ class SampleRows {
       dte_folio: null,
       dte_status: null,
       dte_track_id: null,
+      credit_note_folio: null,
+      credit_note_status: null,
       paid_at: paid ? this.now : null,
       created_at: this.now,
       updated_at: this.now,
       items: [{ id: newId(), product_id: null, description: 'Servicio de prueba', quantity: '1', unit_price: '10000', line_total: '10000' }],
     };
+  }
+
+  /** A sent invoice whose DTE (type 33, a folio, a track id) SII answered. */
+  invoiceWithDte(status: 'accepted' | 'rejected'): ListedInvoice {
+    return { ...this.invoice('sent'), dte_type: 33, dte_folio: 1, dte_status: status, dte_track_id: '0123456789' };
   }
 
   client(): ClientRow {
@@ -153,6 +160,8 @@ const sampleData: { [T in EventType]: (rows: SampleRows, urls: Urls) => EventDat
   'invoice.reminder_sent': (r, urls) => ({ object: invoiceResource(r.invoice('sent'), urls), reminder: reminderResource(r.reminder()) }),
   'invoice.paid': (r, urls) => ({ object: invoiceResource(r.invoice('paid'), urls) }),
   'invoice.cancelled': (r, urls) => ({ object: invoiceResource(r.invoice('cancelled'), urls) }),
+  'invoice.dte_accepted': (r, urls) => ({ object: invoiceResource(r.invoiceWithDte('accepted'), urls) }),
+  'invoice.dte_rejected': (r, urls) => ({ object: invoiceResource(r.invoiceWithDte('rejected'), urls) }),
   'client.created': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
   'client.updated': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
   'checkout.completed': (r, urls) => ({ object: checkoutResource(r.checkout('completed'), urls.publicBase, r.now) }),

@@ -1,0 +1,311 @@
+// Submitting documents to the SII (decisions §15), as jobs after the commit that issued them:
+// a merchant's documents ready together go in one EnvioDTE, uploaded with a token from a signed
+// seed; the upload's intent is committed before the call and its track id after it, in a new
+// transaction; then the upload's state is polled until SII's answer is final. No call to SII
+// holds a transaction.
+import type { PgBoss } from 'pg-boss';
+import type { Config } from '../config.js';
+import type { Queryable, Sql } from '../db/client.js';
+import { clock } from '../clock.js';
+import { newId } from '../ids.js';
+import { emitEvent } from '../events/emit.js';
+import { getInvoice, type Urls } from '../invoices/service.js';
+import { getMerchant } from '../merchants/queries.js';
+import { enqueue, queues } from '../queue/boss.js';
+import type { SecretBox } from '../webhooks/secrets.js';
+import type { SigningIdentity } from './certificate.js';
+import { buildEnvioDte } from './envelope.js';
+import { siiTimestamp } from './issue.js';
+import { documentState, fetchToken, SII_HOSTS, SiiError, SiiTokenError, uploadEnvio, uploadState, type UploadState } from './sii-client.js';
+import { openIdentity } from './service.js';
+import * as q from './queries.js';
+
+export interface SubmissionDeps {
+  sql: Sql;
+  boss: PgBoss;
+  secrets: SecretBox;
+  config: Pick<Config, 'SII_BASE_URL'>;
+  urls: Urls;
+}
+
+// SII takes large envelopes; this keeps one upload, and one failure, small.
+const DOCUMENTS_PER_ENVELOPE = 50;
+// How long a worker holds an upload while it calls SII: longer than the calls' timeouts.
+const LEASE_MS = 120_000;
+// An upload whose answer was lost, and whose documents SII does not know: SII may still be
+// processing it, so it is uploaded again only once this much time has passed since.
+const UPLOAD_SETTLE_MS = 15 * 60_000;
+// Polls of an upload's state, in seconds after the upload and then between polls.
+const POLL_SCHEDULE = [3, 10, 30, 60, 120, 300, 600, 1800, 3600];
+// SII's tokens live for a while with use; a token older than this is not reused.
+const TOKEN_TTL_MS = 30 * 60_000;
+
+// QueryEstUp's states (LibreDTE's reading of SII's manual): EPR processed (counts per type say the
+// outcome), RLV/RPR accepted with objections, these rejected, and the rest still under way.
+const UPLOAD_REJECTED = new Set(['RSC', 'RCH', 'RPT', 'RFR', 'VOF', 'RCT']);
+const UPLOAD_OBJECTIONS = new Set(['RLV', 'RPR']);
+const UPLOAD_UNDER_WAY = new Set(['REC', 'SOK', 'FOK', 'PDR', 'PRD', 'CRT', '-11', '-8', '004', '005', '007', '106', '107']);
+// QueryEstDte's states that say SII has the document (received, or modified or cancelled by a
+// note since), and those that say it has not.
+const DOCUMENT_RECEIVED = new Set(['DOK', 'DNK', 'TMD', 'TMC', 'MMD', 'MMC', 'AND', 'ANC', 'FAN']);
+const DOCUMENT_UNKNOWN = new Set(['FAU', 'FNA']);
+
+interface Sender {
+  merchantId: string;
+  base: string;
+  rut: string;
+  identity: SigningIdentity;
+  resolucionNumero: number;
+  resolucionFecha: string;
+  timezone: string;
+}
+
+async function sender(deps: SubmissionDeps, merchantId: string): Promise<Sender> {
+  const merchant = await getMerchant(deps.sql, merchantId);
+  const setup = await q.signingSetup(deps.sql, merchantId);
+  if (!merchant?.rut || !merchant.sii_env || !merchant.resolucion_numero || !merchant.resolucion_fecha || !setup) {
+    throw new Error(`merchant ${merchantId} has documents to submit but no longer the DTE setup to sign them`);
+  }
+  return {
+    merchantId,
+    base: (deps.config.SII_BASE_URL ?? SII_HOSTS[merchant.sii_env]).replace(/\/+$/, ''),
+    rut: merchant.rut,
+    identity: openIdentity(deps.secrets, setup.sealed_pkcs12),
+    resolucionNumero: merchant.resolucion_numero,
+    resolucionFecha: merchant.resolucion_fecha,
+    timezone: merchant.timezone,
+  };
+}
+
+const tokens = new Map<string, { token: string; until: number }>();
+const tokenKey = (s: Sender) => `${s.base}|${s.identity.certificateBase64}`;
+
+/** A token of the merchant's certificate: the cached one while it lasts, else a new one. */
+async function token(s: Sender, renew = false): Promise<string> {
+  const cached = tokens.get(tokenKey(s));
+  if (cached && cached.until > Date.now() && !renew) return cached.token;
+  const fresh = await fetchToken(s.base, s.identity);
+  tokens.set(tokenKey(s), { token: fresh, until: Date.now() + TOKEN_TTL_MS });
+  return fresh;
+}
+
+/** The call with a token, once more with a new token when SII refuses the cached one. */
+async function withToken<T>(s: Sender, fn: (token: string) => Promise<T>): Promise<T> {
+  try {
+    return await fn(await token(s));
+  } catch (err) {
+    if (!(err instanceof SiiTokenError)) throw err;
+    return fn(await token(s, true));
+  }
+}
+
+/** Enqueues the merchant's submission in the caller's transaction (the one that issued a document). */
+export async function queueSubmission(db: Queryable, boss: PgBoss, merchantId: string): Promise<void> {
+  await enqueue(boss, db, queues.dteSubmit.name, { merchant_id: merchantId }, { group: { id: merchantId } });
+}
+
+/**
+ * Every upload of the merchant whose answer is owed is settled first; then its waiting documents
+ * go up, several to an envelope. A failure throws, and the job's retry picks up where this left.
+ */
+export async function submitMerchant(deps: SubmissionDeps, merchantId: string): Promise<void> {
+  const s = await sender(deps, merchantId);
+  await settleLostUploads(deps, s);
+  for (;;) {
+    const claimed = await claim(deps, s);
+    if (!claimed) return;
+    await upload(deps, s, claimed);
+  }
+}
+
+/** The intent: the waiting documents in a new signed envelope, committed before any call. */
+async function claim(deps: SubmissionDeps, s: Sender): Promise<{ id: string; envio: Buffer } | null> {
+  return deps.sql.begin(async (tx) => {
+    const docs = await q.lockPendingDocuments(tx, s.merchantId, DOCUMENTS_PER_ENVELOPE);
+    if (docs.length === 0) return null;
+    const now = clock.now();
+    // Each DTE keeps its own signature; the set is signed again as one.
+    const envio = buildEnvioDte(
+      {
+        rutEmisor: s.rut,
+        rutEnvia: s.identity.subjectRut,
+        resolucionFecha: s.resolucionFecha,
+        resolucionNumero: s.resolucionNumero,
+        signedAt: siiTimestamp(now, s.timezone),
+      },
+      docs.map((d) => ({ type: d.dte_type, xml: d.signed_dte })),
+      s.identity,
+    );
+    const id = newId();
+    await q.insertSubmission(tx, { id, merchant_id: s.merchantId, envio_xml: envio, document_ids: docs.map((d) => d.id), now, leased_until: new Date(now.getTime() + LEASE_MS) });
+    for (const d of docs) await q.mirrorOnInvoice(tx, d.id, now);
+    return { id, envio };
+  });
+}
+
+async function upload(deps: SubmissionDeps, s: Sender, claimed: { id: string; envio: Buffer }): Promise<void> {
+  const send = (t: string) => uploadEnvio(s.base, t, { sender: s.identity.subjectRut, company: s.rut, envio: claimed.envio, filename: `EnvioDTE-${claimed.id}.xml` });
+  let trackId: string;
+  try {
+    // A failure getting the token is before the upload: nothing went up.
+    const first = await token(s).catch((err: unknown) => {
+      throw new SiiError(err instanceof Error ? err.message : String(err), false);
+    });
+    trackId = await send(first).catch(async (err: unknown) => {
+      if (!(err instanceof SiiTokenError)) throw err;
+      const renewed = await token(s, true).catch((e: unknown) => {
+        throw new SiiError(e instanceof Error ? e.message : String(e), false);
+      });
+      return send(renewed);
+    });
+  } catch (err) {
+    if (err instanceof SiiError && !err.delivered) {
+      // SII took nothing: the documents wait for the next attempt, in a new envelope.
+      await deps.sql.begin((tx) => q.abandonSubmission(tx, claimed.id, clock.now()));
+    } else {
+      // The answer was lost: the retry asks SII about these documents before anything goes up again.
+      await q.releaseSubmission(deps.sql, claimed.id);
+    }
+    throw err;
+  }
+  await deps.sql.begin(async (tx) => {
+    const now = clock.now();
+    if (!(await q.markSubmissionSent(tx, claimed.id, trackId, now))) return;
+    for (const d of await q.submissionDocuments(tx, claimed.id)) await q.mirrorOnInvoice(tx, d.id, now);
+    await queuePoll(tx, deps.boss, claimed.id, 0);
+  });
+}
+
+async function queuePoll(db: Queryable, boss: PgBoss, submissionId: string, poll: number): Promise<void> {
+  const delay = POLL_SCHEDULE[Math.min(poll, POLL_SCHEDULE.length - 1)]!;
+  await enqueue(boss, db, queues.dteStatus.name, { submission_id: submissionId, poll }, { startAfter: delay });
+}
+
+/**
+ * An upload whose answer never came: SII is asked about each of its documents. Those it has are
+ * accepted (they were received; only the track id is unknown); those it does not know go back
+ * to waiting once the upload is old enough that SII would have processed it.
+ */
+async function settleLostUploads(deps: SubmissionDeps, s: Sender): Promise<void> {
+  for (;;) {
+    const now = clock.now();
+    const sub = await q.leaseOpenSubmission(deps.sql, s.merchantId, now, new Date(now.getTime() + LEASE_MS));
+    if (!sub) return;
+    try {
+      const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'uploading');
+      const states: { doc: q.DocumentRow; received: boolean }[] = [];
+      for (const d of docs) {
+        const state = await withToken(s, (token) =>
+          documentState(s.base, token, {
+            querier: s.identity.subjectRut,
+            company: s.rut,
+            receiver: d.receiver_rut,
+            type: d.dte_type,
+            folio: d.folio,
+            issueDate: d.issue_date,
+            total: d.total,
+          }),
+        );
+        if (!DOCUMENT_RECEIVED.has(state.code) && !DOCUMENT_UNKNOWN.has(state.code)) {
+          throw new SiiError(`SII answered the state of document ${d.dte_type}/${d.folio} with ${state.code} ${state.glosa}`, true);
+        }
+        states.push({ doc: d, received: DOCUMENT_RECEIVED.has(state.code) });
+      }
+      const unknown = states.filter((x) => !x.received).map((x) => x.doc.id);
+      const settled = unknown.length === 0 || clock.now().getTime() - sub.uploaded_at.getTime() >= UPLOAD_SETTLE_MS;
+      await deps.sql.begin(async (tx) => {
+        const at = clock.now();
+        for (const x of states.filter((x) => x.received)) await finish(tx, deps, x.doc, 'accepted', null, at);
+        if (settled) {
+          await q.returnToPending(tx, unknown, at);
+          for (const id of unknown) await q.mirrorOnInvoice(tx, id, at);
+          await q.closeSubmission(tx, sub.id, unknown.length === 0 ? 'done' : 'abandoned', null, at);
+        }
+      });
+      if (!settled) throw new SiiError(`SII does not know ${unknown.length} document(s) of an upload whose answer was lost; asking again later`, true);
+    } finally {
+      await q.releaseSubmission(deps.sql, sub.id);
+    }
+  }
+}
+
+/** One document's final state, on the invoice too, with its event (once: the update is guarded). */
+async function finish(
+  tx: Queryable,
+  deps: SubmissionDeps,
+  doc: q.DocumentRow,
+  status: 'accepted' | 'accepted_with_objections' | 'rejected',
+  reason: string | null,
+  now: Date,
+): Promise<void> {
+  const done = await q.finishDocument(tx, doc.id, status, reason, now);
+  if (!done) return;
+  await q.mirrorOnInvoice(tx, doc.id, now);
+  // A credit note shows on its invoice (credit_note.status) without an event of its own.
+  if (doc.dte_type === 61) return;
+  await emitEvent(tx, deps.boss, doc.merchant_id, status === 'rejected' ? 'invoice.dte_rejected' : 'invoice.dte_accepted', {
+    object: await getInvoice(tx, doc.merchant_id, doc.invoice_id, deps.urls),
+  });
+}
+
+type Outcome = { status: 'accepted' | 'accepted_with_objections' | 'rejected'; reason: string | null } | 'ask';
+
+/** What the counts of a processed upload (EPR) say of its documents of one type; `ask` when they differ. */
+function outcomeOfType(state: UploadState, type: number): Outcome {
+  const c = state.counts.find((x) => x.type === type);
+  if (!c || c.informed === 0) throw new SiiError(`SII's processed upload reports no documents of type ${type}`, true);
+  if (c.rejected === 0 && c.objections === 0) return { status: 'accepted', reason: null };
+  const summary = `EPR ${state.glosa}: ${c.accepted} accepted, ${c.objections} with objections, ${c.rejected} rejected of ${c.informed}`.replace(/\s+/g, ' ');
+  if (c.rejected === c.informed) return { status: 'rejected', reason: summary };
+  if (c.objections === c.informed) return { status: 'accepted_with_objections', reason: summary };
+  return 'ask';
+}
+
+/**
+ * Polls an upload's state once: a final answer is recorded on its documents; one under way
+ * schedules the next poll, further apart each time; SII down or unreadable throws for a retry.
+ */
+export async function pollSubmission(deps: SubmissionDeps, submissionId: string, poll: number): Promise<void> {
+  const sub = await q.getSubmission(deps.sql, submissionId);
+  if (!sub || sub.status !== 'sent' || !sub.track_id) return;
+  const s = await sender(deps, sub.merchant_id);
+  const state = await withToken(s, (token) => uploadState(s.base, token, s.rut, sub.track_id!));
+  const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'sent');
+  const reason = `${state.code} ${state.glosa}`.trim();
+  const outcomes = new Map<string, Exclude<Outcome, 'ask'>>();
+  if (UPLOAD_REJECTED.has(state.code)) for (const d of docs) outcomes.set(d.id, { status: 'rejected', reason });
+  else if (UPLOAD_OBJECTIONS.has(state.code)) for (const d of docs) outcomes.set(d.id, { status: 'accepted_with_objections', reason });
+  else if (state.code === 'EPR') {
+    for (const d of docs) {
+      const o = outcomeOfType(state, d.dte_type);
+      // Some documents of the type were rejected and some not: SII is asked about each.
+      if (o === 'ask') {
+        const one = await withToken(s, (token) =>
+          documentState(s.base, token, { querier: s.identity.subjectRut, company: s.rut, receiver: d.receiver_rut, type: d.dte_type, folio: d.folio, issueDate: d.issue_date, total: d.total }),
+        );
+        outcomes.set(d.id, DOCUMENT_RECEIVED.has(one.code) ? { status: 'accepted', reason: null } : { status: 'rejected', reason: `${reason}; ${one.code} ${one.glosa}`.trim() });
+      } else outcomes.set(d.id, o);
+    }
+  } else if (UPLOAD_UNDER_WAY.has(state.code)) {
+    await queuePoll(deps.sql, deps.boss, sub.id, poll + 1);
+    return;
+  } else throw new SiiError(`SII answered the upload's state with an unknown code: ${reason}`, true);
+  await deps.sql.begin(async (tx) => {
+    const now = clock.now();
+    for (const d of docs) {
+      const o = outcomes.get(d.id)!;
+      await finish(tx, deps, d, o.status, o.reason, now);
+    }
+    await q.closeSubmission(tx, sub.id, 'done', reason, now);
+  });
+}
+
+// A sent upload with no answer for this long has lost its poll (retries spent): the sweep polls it.
+const STALE_POLL_MS = 6 * 3600_000;
+
+/** Everything still owed to SII: the sweep that catches a submission or a poll given up on. */
+export async function sweepSubmissions(deps: SubmissionDeps): Promise<void> {
+  for (const merchantId of await q.merchantsToSubmit(deps.sql)) await queueSubmission(deps.sql, deps.boss, merchantId);
+  const before = new Date(clock.now().getTime() - STALE_POLL_MS);
+  for (const id of await q.staleSentSubmissions(deps.sql, before)) await queuePoll(deps.sql, deps.boss, id, POLL_SCHEDULE.length - 1);
+}
