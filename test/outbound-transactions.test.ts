@@ -9,16 +9,10 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { testApp, type TestApp } from './helpers/app.js';
+import { idleInTransaction } from './helpers/db-activity.js';
 import { invoiceBody } from './helpers/fixtures.js';
 import { clock } from '../src/clock.js';
 import { SUCCESS, checkoutBody, gatedProvider, holdConfirmations } from './helpers/checkout.js';
-
-/** Sessions of the test's database inside a transaction and waiting for their client. */
-async function idleInTransaction(h: TestApp): Promise<number> {
-  const [row] = await h.sql<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`;
-  return row!.n;
-}
 
 async function someoneWaitsForALock(h: TestApp): Promise<boolean> {
   const rows = await h.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;

@@ -14,6 +14,7 @@ import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn, type Merca
 import { configureProvider } from '../src/checkout/provider-settings.js';
 import { expireOnSchedule } from '../src/checkout/service.js';
 import { invoiceUrls } from '../src/http/urls.js';
+import { idleInTransaction } from './helpers/db-activity.js';
 
 async function seller(h: TestApp) {
   const m = await h.merchant();
@@ -114,6 +115,23 @@ t.test('mercadopago', async (t) => {
       t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
       t.equal((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body.status, 'paid');
     });
+  });
+
+  t.test('no call to Mercado Pago holds a database transaction (decisions §10)', async (t) => {
+    const { key } = await seller(h);
+    const seen: number[] = [];
+    mp.onCall = async () => {
+      seen.push(await idleInTransaction(h));
+    };
+    t.teardown(() => {
+      mp.onCall = null;
+    });
+    const c = await create(h, key);
+    const pref = [...mp.preferences.values()].find((p) => p.body.external_reference === c.checkout_id)!;
+    await mp.pay(pref.id);
+    t.match(await status(key, c.checkout_id), { status: 'completed' });
+    t.ok(seen.length >= 2, `the preference and the payment lookup were called (${seen.length} calls)`);
+    t.same(seen.filter((n) => n > 0), [], 'no session idle in a transaction while Mercado Pago answered');
   });
 
   t.test('declined: payment.failed, the session stays payable, a later approval pays it', async (t) => {

@@ -16,6 +16,7 @@ import { configureProvider } from '../src/checkout/provider-settings.js';
 import { expireOnSchedule } from '../src/checkout/service.js';
 import { buyOrder } from '../src/checkout/providers/webpay.js';
 import { invoiceUrls } from '../src/http/urls.js';
+import { idleInTransaction } from './helpers/db-activity.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-webpay-tests-0123456789';
 
@@ -111,6 +112,22 @@ t.test('webpay', async (t) => {
     assertError(t, res, 400, 'provider_credentials_missing');
     t.same(res.body.details, { provider: 'webpay' });
     t.same(await counts(h, merchantId), { invoices: 0, clients: 0, sessions: 0, payments: 0 });
+  });
+
+  t.test('no call to Webpay holds a database transaction (decisions §10)', async (t) => {
+    const { key } = await seller(h);
+    const seen: number[] = [];
+    webpay.onCall = async () => {
+      seen.push(await idleInTransaction(h));
+    };
+    t.teardown(() => {
+      webpay.onCall = null;
+    });
+    const c = await create(h, key);
+    const tx = [...webpay.transactions.values()].find((x) => x.session_id === c.checkout_id)!;
+    t.equal((await ret(webpay.pay(tx.token))).headers.location, SUCCESS);
+    t.ok(seen.length >= 2, `create and commit were called (${seen.length} calls)`);
+    t.same(seen.filter((n) => n > 0), [], 'no session idle in a transaction while Webpay answered');
   });
 
   t.test('a payment end to end: the transaction, Webpay form, the return commits once, paid; a repeated return only redirects', async (t) => {

@@ -52,6 +52,8 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     /** Every notification sent, with our app's answer. */
     notifications: [] as { paymentId: number; status: number }[],
     calls: [] as string[],
+    /** Runs as each API call arrives, before it is answered: a test looks at the database then. */
+    onCall: null as null | (() => Promise<void>),
   };
 
   /** A payment as the API answers it. */
@@ -118,6 +120,7 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
 
   async function api(req: IncomingMessage, res: ServerResponse, path: string) {
     state.calls.push(`${req.method} ${path}`);
+    await state.onCall?.();
     if (state.down) return sendJson(res, 503, { message: 'service unavailable', error: 'internal_error', status: 503, cause: [] });
     if (req.headers.authorization !== `Bearer ${state.accessToken}`) {
       return sendJson(res, 401, { message: 'invalid access token', error: 'unauthorized', status: 401, cause: [] });

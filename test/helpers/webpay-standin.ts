@@ -40,6 +40,8 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
     commitGate: null as Promise<void> | null,
     /** Every API call, as `METHOD path`. */
     calls: [] as string[],
+    /** Runs as each API call arrives, before it is answered: a test looks at the database then. */
+    onCall: null as null | (() => Promise<void>),
   };
 
   function answer(tx: WebpayTransaction) {
@@ -76,6 +78,7 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
 
   async function api(req: IncomingMessage, res: ServerResponse, path: string) {
     state.calls.push(`${req.method} ${path}`);
+    await state.onCall?.();
     if (state.down) return sendJson(res, 503, { error_message: 'Service Unavailable' });
     if (req.headers['tbk-api-key-id'] !== state.credentials.commerceCode || req.headers['tbk-api-key-secret'] !== state.credentials.apiKey) {
       return sendJson(res, 401, { error_message: 'Not Authorized' });
