@@ -12,6 +12,8 @@ import { testApp } from './helpers/app.js';
 import { startHttpsReceiver, type ReceivedRequest } from './helpers/https-receiver.js';
 import { submitCheckoutForm } from './helpers/checkout.js';
 import { until } from './helpers/until.js';
+import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
+import { startSiiStandin } from './helpers/sii-standin.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
 import { expireOnSchedule } from '../src/checkout/service.js';
 import { invoiceUrls } from '../src/http/urls.js';
@@ -311,10 +313,15 @@ const checkout = (n: number) => ({
   cancel_url: 'https://shop.example/cart',
 });
 
+const sii = siiAuthority();
+t.teardown(() => sii.cleanup());
+
 // ---------------------------------------------------------------------------------------------
 
 t.test('the whole API through the generated client, checked against the served document', async (t) => {
-  const h = await testApp(t);
+  // The SII's web services (decisions §15), answering the app and the worker.
+  const standin = await startSiiStandin(t);
+  const h = await testApp(t, { SII_CERT_FILE: sii.certFile, SII_BASE_URL: standin.url });
   const worker = await h.startWorker();
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
@@ -482,6 +489,19 @@ t.test('the whole API through the generated client, checked against the served d
   await refused(api.GET(`${P}/checkout/{checkout_id}/status`, { params: { path: { checkout_id: UNKNOWN_ID } } }), 404, 'checkout_not_found');
   const noProvider = connect((await h.key(['*'])).key);
   await refused(noProvider.POST(`${P}/checkout`, { body: checkout(4) }), 400, 'provider_not_configured');
+
+  // Tax documents (decisions §15): the merchant is set up for them only now, so that the invoices
+  // above have none. One is accepted by the SII, then the SII rejects the next.
+  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 1, to: 10 }]);
+  const taxed = await expect(api.POST(`${P}/invoices`, { body: invoice(8, { send_immediately: true }) }), 201);
+  const taxedPath = { params: { path: { invoice_id: taxed.invoice_id } } };
+  const dteStatus = async (path: typeof taxedPath) => (await expect(api.GET(`${P}/invoices/{invoice_id}`, path), 200)).dte_status;
+  await until('the DTE accepted', async () => (await dteStatus(taxedPath)) === 'accepted', 60_000);
+  const envio = await expect(api.GET(`${P}/invoices/{invoice_id}/dte.xml`, { ...taxedPath, parseAs: 'text' }), 200);
+  t.match(envio, /<EnvioDTE[\s\S]*<TipoDTE>33<\/TipoDTE>[\s\S]*<Folio>1<\/Folio>/, 'the signed EnvioDTE of folio 1');
+  standin.outcome = { kind: 'envelope_rejected', code: 'RCT', glosa: 'Rechazado por Error en Caratula' };
+  const refusedPath = { params: { path: { invoice_id: (await expect(api.POST(`${P}/invoices`, { body: invoice(9, { send_immediately: true }) }), 201)).invoice_id } } };
+  await until('the DTE rejected', async () => (await dteStatus(refusedPath)) === 'rejected', 60_000);
 
   // Every event type happened for real; the endpoint of all events got each (in no set order).
   const fromErp = () => receiver.received.filter((r) => r.path === '/erp');

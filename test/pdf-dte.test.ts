@@ -56,8 +56,10 @@ function tedFor(type: PrintedDte['type'], folio: number): string {
   );
 }
 
+/** A printed DTE; a credit note (61) cancels factura electrónica N.º 1042 of 15 March 2026. */
 function dteOf(type: PrintedDte['type'], folio = 1042): PrintedDte {
-  return { type, folio, ted: tedFor(type, folio), resolutionNumber: 80, resolutionDate: '2014-08-22' };
+  const dte = { type, folio, ted: tedFor(type, folio), resolutionNumber: 80, resolutionDate: '2014-08-22' };
+  return type === 61 ? { ...dte, reference: { type: 33, folio: 1042, date: '2026-03-15' } } : dte;
 }
 
 /** pdftoppm's rendering of one page (1-based), in the format asked for. */
@@ -199,7 +201,31 @@ t.test('the printed representation of a DTE', async (t) => {
     const credit = oneLine(await pdfToText((await pdfOf({}, dteOf(61, 3))).pdf));
     t.ok(credit.includes('NOTA DE CRÉDITO ELECTRÓNICA'));
     t.ok(credit.includes('N.º 3'));
-    t.notOk(credit.includes('FACTURA ELECTRÓNICA'), 'no invoice name');
+    t.notOk(credit.replace('FACTURA ELECTRÓNICA (33)', '').includes('FACTURA ELECTRÓNICA'), 'no invoice name but the one it cancels');
+  });
+
+  t.test("a credit note prints SII's Referencias: the document it cancels, before its lines", async (t) => {
+    const { pdf } = await pdfOf({}, dteOf(61, 3));
+    const text = oneLine(await pdfToText(pdf));
+    const [, block = ''] = /Referencias (.*) Descripción /.exec(text) ?? [];
+    t.ok(block, 'a Referencias heading, above the table of items');
+    // Each column's label over its value: pdftotext reads the labels, then the values.
+    t.equal(block, 'Tipo de documento Folio Fecha Razón FACTURA ELECTRÓNICA (33) 1042 15 de marzo de 2026 Anula documento');
+    const [code] = await barcodesOn(pdf, 1);
+    t.ok(code && Buffer.from(code.bytes).equals(Buffer.from(tedFor(61, 3), 'latin1')), "the credit note's own TED");
+
+    const english = oneLine(await pdfToText((await pdfOf({ locale: 'en' }, dteOf(61, 4))).pdf));
+    t.ok(english.includes('Referencias') && english.includes('March 15, 2026') && english.includes('Anula documento'), "SII's words in Spanish, the date in the document's language");
+
+    const inv = await issued(h, key);
+    const row = (await getInvoice(h.sql, m.id, inv.invoice_id))!;
+    const { reference: _, ...bare } = dteOf(61);
+    t.throws(() => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: bare }), /credit note/, 'a credit note without what it cancels');
+    t.throws(
+      () => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: { ...dteOf(33), reference: { type: 33, folio: 1, date: '2026-03-15' } } }),
+      /credit note/,
+      'an invoice with a reference',
+    );
   });
 
   t.test('an English invoice: its labels in English, SII texts in Spanish, the date in English', async (t) => {

@@ -81,10 +81,10 @@ const REFERENCE_GAP = 12;
 export function drawReferences(doc: PDFKit.PDFDocument, reference: Reference, locale: Locale, x: number, y: number, width: number): number {
   doc.font('bold').fontSize(REFERENCE_SIZE).fillColor(INK).text('Referencias', x, y, { width });
   const cells: [label: string, value: string, share: number][] = [
-    ['Tipo de documento', `${DOCUMENT_NAMES[reference.type]} (${reference.type})`, 0.45],
-    ['Folio', String(reference.folio), 0.15],
-    ['Fecha', formatDate(reference.date, locale), 0.2],
-    ['Razón', 'Anula documento', 0.2],
+    ['Tipo de documento', `${DOCUMENT_NAMES[reference.type]} (${reference.type})`, 0.38],
+    ['Folio', String(reference.folio), 0.12],
+    ['Fecha', formatDate(reference.date, locale), 0.28],
+    ['Razón', 'Anula documento', 0.22],
   ];
   const top = doc.y + 4;
   let bottom = top;
