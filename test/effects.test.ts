@@ -93,7 +93,7 @@ t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail
   const channel = named!.channel;
   const [notifying] = await h.sql<{ names: string[] }[]>`
     SELECT array_agg(name ORDER BY name) AS names FROM pgboss.queue WHERE notify`;
-  t.same(notifying!.names, ['email-send', 'webhook-deliver', 'webhook-fanout'], 'the effect queues notify on insert');
+  t.same(notifying!.names, ['dte-submit', 'email-send', 'webhook-deliver', 'webhook-fanout'], 'the effect queues notify on insert');
 
   const worker = await startWorker(h.ctx.config, h.sql, { pollingSeconds: 60 });
   t.teardown(() => worker.stop());
