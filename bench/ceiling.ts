@@ -6,7 +6,7 @@
 import type { Queryable, Sql } from '../src/db/client.js';
 import { getInvoice, insertInvoice, type ClientSnapshot } from '../src/invoices/queries.js';
 import { newId, randomToken } from '../src/ids.js';
-import { itemRows } from '../src/invoices/service.js';
+import { itemRows } from '../src/invoices/create.js';
 import { computeTotals } from '../src/money.js';
 
 export const ITEMS = [

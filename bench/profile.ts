@@ -19,7 +19,9 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../src/db/client.js';
 import { emitEvent } from '../src/events/emit.js';
-import * as invoiceService from '../src/invoices/service.js';
+import { createInvoice } from '../src/invoices/create.js';
+import { createdResponse, invoiceResource } from '../src/invoices/resource.js';
+import type { InvoiceDeps } from '../src/invoices/transitions.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import { ApiKeyStore } from '../src/http/auth.js';
 import { lookupKey, requestHash, storeAnswer } from '../src/http/idempotency.js';
@@ -130,9 +132,9 @@ async function main(): Promise<void> {
     const seed = await seedMerchant(sql);
     const auth = (await new ApiKeyStore(sql).lookup(seed.apiKey))!;
     // No pg-boss handle: these invoices are never sent, so nothing is queued.
-    const deps = { urls: { apiBase: `http://127.0.0.1${API_PREFIX}`, publicBase: 'http://127.0.0.1' } } as unknown as invoiceService.InvoiceDeps;
+    const deps = { urls: { apiBase: `http://127.0.0.1${API_PREFIX}`, publicBase: 'http://127.0.0.1' } } as unknown as InvoiceDeps;
     const input = createInvoiceBody.parse(BODY);
-    const first = await sql.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps));
+    const first = await sql.begin((tx) => createInvoice(tx, auth.merchant, input, deps));
     const invoiceId = first.id;
     const client = { id: first.client_id, name: first.client_name, email: first.client_email, rut: first.client_rut, phone: null, address: null };
 
@@ -170,7 +172,7 @@ async function main(): Promise<void> {
       });
 
       await loops('G2 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) =>
-        JSON.stringify(invoiceService.invoiceResource(await readInvoice(s, target), deps.urls)),
+        JSON.stringify(invoiceResource(await readInvoice(s, target), deps.urls)),
       );
 
       const route = `POST ${API_PREFIX}/invoices`;
@@ -180,11 +182,11 @@ async function main(): Promise<void> {
         s.begin(async (tx) => {
           const key = `prof-${++keyN}`;
           await lookupKey(tx, seed.merchantId, route, key, hash);
-          const r = await invoiceService.createInvoice(tx, auth.merchant, input, deps);
-          await storeAnswer(tx, seed.merchantId, route, key, hash, 201, JSON.stringify(invoiceService.createdResponse(r, deps.urls)));
+          const r = await createInvoice(tx, auth.merchant, input, deps);
+          await storeAnswer(tx, seed.merchantId, route, key, hash, 201, JSON.stringify(createdResponse(r, deps.urls)));
         }),
       );
-      await loops('P2 createInvoice alone in a transaction (no idempotency)', (s) => s.begin((tx) => invoiceService.createInvoice(tx, auth.merchant, input, deps)));
+      await loops('P2 createInvoice alone in a transaction (no idempotency)', (s) => s.begin((tx) => createInvoice(tx, auth.merchant, input, deps)));
       await loops('P3 BEGIN; insertInvoice; INSERT events (small payload); COMMIT', (s) =>
         s.begin(async (tx) => {
           await insertDraft(tx, target);

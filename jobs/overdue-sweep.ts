@@ -1,5 +1,5 @@
 import { clock } from '../src/clock.js';
-import { markOverdue } from '../src/invoices/lifecycle.js';
+import { markOverdue } from '../src/invoices/transitions.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import type { WorkerDeps } from './worker.js';
 

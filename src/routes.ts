@@ -3,11 +3,10 @@ import { checkoutRoutes } from './checkout/routes.js';
 import { clientRoutes } from './clients/routes.js';
 import { dteRoutes } from './dte/routes.js';
 import { invoiceRoutes } from './invoices/routes.js';
-import { lifecycleRoutes } from './invoices/lifecycle-routes.js';
 import { meRoutes } from './me/routes.js';
 import { paymentRoutes } from './payments/routes.js';
 import { pdfRoutes } from './pdf/routes.js';
 import { webhookRoutes } from './webhooks/routes.js';
 
 /** Every external API route; the docs are generated from this same list. */
-export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...lifecycleRoutes, ...pdfRoutes, ...dteRoutes, ...clientRoutes, ...checkoutRoutes, ...meRoutes, ...paymentRoutes, ...webhookRoutes];
+export const apiRoutes: RouteDef[] = [...invoiceRoutes, ...pdfRoutes, ...dteRoutes, ...clientRoutes, ...checkoutRoutes, ...meRoutes, ...paymentRoutes, ...webhookRoutes];

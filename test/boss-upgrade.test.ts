@@ -17,7 +17,7 @@ import { projectRoot, sqlDir } from '../src/paths.js';
 import { executor, queues } from '../src/queue/boss.js';
 import { loadConfig } from '../src/config.js';
 import * as merchants from '../src/merchants/service.js';
-import { createInvoice } from '../src/invoices/service.js';
+import { createInvoice } from '../src/invoices/create.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import type { MerchantSettings } from '../src/http/auth.js';
 import { startWorker, type Worker } from '../jobs/worker.js';

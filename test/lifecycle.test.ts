@@ -7,7 +7,7 @@ import { TS, UUID, invoiceBody } from './helpers/fixtures.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import type { Worker } from '../jobs/worker.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
-import { sendInvoice } from '../src/invoices/service.js';
+import { sendInvoice } from '../src/invoices/transitions.js';
 import { invoiceDeps } from '../src/invoices/routes.js';
 import { until } from './helpers/until.js';
 
@@ -409,7 +409,7 @@ t.test('invoice lifecycle', async (t) => {
       const id = (await create(h, key, { send_immediately: true })).body.invoice_id as string;
       const res = await h.api('POST', `/invoices/${id}/cancel`, { key, body: { reason: 'Pedido anulado' } });
       t.equal(res.status, 200);
-      t.same(Object.keys(res.body).sort(), ['cancelled_at', 'invoice_id', 'invoice_number', 'reason', 'status']);
+      t.same(Object.keys(res.body).sort(), ['cancelled_at', 'credit_note', 'invoice_id', 'invoice_number', 'reason', 'status']);
       t.match(res.body, { invoice_id: id, status: 'cancelled', invoice_number: 'INV-000001', reason: 'Pedido anulado' });
       t.match(res.body.cancelled_at, TS);
       const got = await h.api('GET', `/invoices/${id}`, { key });

@@ -19,4 +19,12 @@ t.test('jobs/worker.ts reaches neither the Fastify app nor fastify itself', asyn
   const imports = Object.values(result.metafile.inputs).flatMap((i) => i.imports.map((x) => x.path));
   t.same(inputs.filter((f) => /^src\/(app|server|routes|main)\.ts$|^src\/http\/(auth|api)/.test(f)), [], 'no web module');
   t.same([...new Set(imports.filter((p) => /^(fastify|@fastify\/|@trpc\/)/.test(p)))], [], 'no HTTP framework package');
+  // E-mail composition and delivery are domain work: their links come in with their deps.
+  const email = Object.entries(result.metafile.inputs).filter(([f]) => f.startsWith('src/email/'));
+  t.ok(email.some(([f]) => f === 'src/email/deliver.ts'), 'src/email is in the graph');
+  t.same(
+    email.flatMap(([f, i]) => i.imports.filter((x) => /^src\/http\/|^(fastify|@fastify\/)/.test(x.path)).map((x) => `${f} -> ${x.path}`)),
+    [],
+    'src/email imports neither src/http nor fastify',
+  );
 });

@@ -1,8 +1,8 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
-import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
+import { OPEN_STATUSES } from '../invoices/transition-queries.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
-import type { InvoiceDeps } from '../invoices/service.js';
+import type { InvoiceDeps } from '../invoices/transitions.js';
 import { Decimal } from '../money.js';
 import { providerFor } from './providers/registry.js';
 import { chargingMerchant, loadCredentials } from './credentials.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
-import type { InvoiceDeps } from '../invoices/service.js';
+import type { InvoiceDeps } from '../invoices/transitions.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { loadCredentials } from './credentials.js';
 import { lookupPayment, providerFor } from './providers/registry.js';

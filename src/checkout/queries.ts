@@ -91,14 +91,6 @@ export async function pendingSessionOfInvoice(db: Queryable, merchantId: string,
   return rows[0] ?? null;
 }
 
-/**
- * Invoices are inserted as `api` invoices; a checkout's is marked before it is sent, so sending
- * queues no invoice e-mail and the reminder planner never picks it up.
- */
-export async function markCheckoutInvoice(db: Queryable, merchantId: string, invoiceId: string): Promise<void> {
-  await db`UPDATE invoices SET source = 'checkout' WHERE merchant_id = ${merchantId} AND id = ${invoiceId}`;
-}
-
 export async function getSession(db: Queryable, merchantId: string, id: string): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`SELECT * FROM checkout_sessions WHERE merchant_id = ${merchantId} AND id = ${id}`;
   return rows[0] ?? null;
@@ -290,10 +282,4 @@ export async function dueOpenGatewaySessions(db: Queryable, now: Date, providers
        AND (payment_claimed_until IS NULL OR payment_claimed_until <= ${now})
      ORDER BY expires_at
      LIMIT ${limit}`;
-}
-
-/** The gateway's payment is recorded already (a repeated return, a replayed notification). */
-export async function paymentRecorded(db: Queryable, provider: string, transactionId: string): Promise<boolean> {
-  const rows = await db`SELECT 1 FROM payments WHERE provider = ${provider} AND transaction_id = ${transactionId}`;
-  return rows.length > 0;
 }

@@ -6,16 +6,15 @@ import { newId, randomToken } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { emitEvent } from '../events/emit.js';
-import { queueEmail } from '../email/outbox.js';
 import { enqueue, queues } from '../queue/boss.js';
 import { getMerchant } from '../merchants/queries.js';
-import { Decimal, decimalPlaces, formatAmount, isCurrency, precision } from '../money.js';
-import { createInvoice, getInvoice, prepareRates, sendInvoice, type InvoiceDeps } from '../invoices/service.js';
+import { Decimal, decimalPlaces, isCurrency, precision } from '../money.js';
+import { createInvoice, prepareRates } from '../invoices/create.js';
+import { expireCheckoutInvoice, payByCheckout, recordCheckoutPayment, sendInvoice, type InvoiceDeps } from '../invoices/transitions.js';
 import type { CreateInvoiceInput } from '../invoices/schemas.js';
 import { exchangeRate } from '../rates/service.js';
-import * as invoiceQ from '../invoices/lifecycle-queries.js';
-import { getInvoiceRow, type InvoiceRow } from '../invoices/queries.js';
-import { getPaymentResource } from '../payments/service.js';
+import { markCheckoutInvoice, type InvoiceRow } from '../invoices/queries.js';
+import { paymentRecorded } from '../payments/queries.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { confirmPayment, openSession, paymentStatus, providerFor, statusProviders } from './providers/registry.js';
 import type { Credentials, CustomerAction, GatewayRedirect, PaymentProvider, PaymentResult, SessionRequest } from './providers/provider.js';
@@ -248,7 +247,7 @@ export async function createCheckout(
 ): Promise<CheckoutSessionResource> {
   const now = clock.now();
   const draft = await createInvoice(db, merchant, checkoutInvoice(input, opened.currency, dateInZone(now, merchant.timezone)), deps);
-  await q.markCheckoutInvoice(db, merchant.id, draft.id);
+  await markCheckoutInvoice(db, merchant.id, draft.id);
   const invoice = await sendInvoice(db, merchant, draft.id, undefined, deps);
   const row = await q.insertSession(
     db,
@@ -419,7 +418,7 @@ export async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveD
   const paid = result;
   await sql.begin(async (tx) => {
     await q.endGatewaySession(tx, claimed.id, claimed.provider_session_id, clock.now());
-    if (!(await q.paymentRecorded(tx, provider.name, paid.transactionId))) await recordPayment(tx, claimed, claim, paid, deps);
+    if (!(await paymentRecorded(tx, provider.name, paid.transactionId))) await recordPayment(tx, claimed, claim, paid, deps);
   });
   await q.releaseClaim(sql, claimed.id, claim);
   return true;
@@ -450,7 +449,7 @@ export async function applyNotifiedPayment(
   );
   try {
     return await sql.begin(async (tx) => {
-      if (await q.paymentRecorded(tx, provider.name, result.transactionId)) return false;
+      if (await paymentRecorded(tx, provider.name, result.transactionId)) return false;
       await recordPayment(tx, claimed ?? s, claimed?.payment_claim ?? NO_CLAIM, result, deps);
       return true;
     });
@@ -465,46 +464,24 @@ export async function applyNotifiedPayment(
  */
 async function recordPayment(tx: Queryable, s: q.CheckoutRow, claim: string, result: PaymentResult, deps: InvoiceDeps): Promise<PaymentOutcome> {
   const now = clock.now();
-  const paymentId = newId();
-  const succeeded = result.status === 'succeeded';
-  await invoiceQ.insertPayment(tx, {
-    id: paymentId,
+  const payment = {
     merchant_id: s.merchant_id,
     invoice_id: s.invoice_id,
     amount: s.amount,
     currency: s.currency,
     method: result.method,
-    notes: null,
     provider: s.provider,
     transaction_id: result.transactionId,
     status: result.status,
-    paid_at: succeeded ? now : null,
-    created_at: now,
-  });
-  const payment = await getPaymentResource(tx, s.merchant_id, paymentId);
-  if (!succeeded) {
+  };
+  const paymentId = await recordCheckoutPayment(tx, payment, now, deps);
+  if (result.status !== 'succeeded') {
     const declined = await q.markPaymentFailed(tx, s.id, claim, now);
-    await emitEvent(tx, deps.boss, s.merchant_id, 'payment.failed', { object: payment });
     return declined ? { kind: 'declined', session: declined } : { kind: 'closed' };
   }
   const completed = await q.markCompleted(tx, s.id, claim, now);
-  await emitEvent(tx, deps.boss, s.merchant_id, 'payment.succeeded', { object: payment });
   if (!completed) return { kind: 'closed' };
-  // An invoice the merchant cancelled or marked paid during the gateway call stays as it is; the
-  // payment and the completed session tell them the customer paid.
-  const invoice = await invoiceQ.markPaid(tx, s.merchant_id, s.invoice_id, { amount: null, provider: s.provider, transactionId: result.transactionId, now });
-  if (invoice) {
-    await queueEmail(tx, deps.boss, {
-      merchant_id: s.merchant_id,
-      invoice_id: s.invoice_id,
-      kind: 'receipt',
-      dedupe_key: `receipt:${paymentId}`,
-      to_address: invoice.client_email,
-      locale: invoice.locale,
-      data: { payment_id: paymentId, amount: formatAmount(invoice.total, invoice.currency), paid_at: iso(now) },
-    });
-    await emitEvent(tx, deps.boss, s.merchant_id, 'invoice.paid', { object: await getInvoice(tx, s.merchant_id, s.invoice_id, deps.urls) });
-  }
+  await payByCheckout(tx, payment, paymentId, now, deps);
   await emitEvent(tx, deps.boss, s.merchant_id, 'checkout.completed', { object: checkoutResource(completed, deps.urls.publicBase, now) });
   return { kind: 'paid', session: completed };
 }
@@ -526,12 +503,7 @@ export function ownsInvoice(invoice: Pick<InvoiceRow, 'source'>): boolean {
 export async function expireCheckout(db: Queryable, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
   const s = await q.markExpired(db, id, now);
   if (!s) return false;
-  const invoice = await getInvoiceRow(db, s.merchant_id, s.invoice_id);
-  // An invoice the merchant cancelled already stays as it is.
-  const cancelled = invoice && ownsInvoice(invoice) ? await invoiceQ.markCancelled(db, s.merchant_id, s.invoice_id, 'checkout_expired', now) : null;
-  if (cancelled) {
-    await emitEvent(db, deps.boss, s.merchant_id, 'invoice.cancelled', { object: await getInvoice(db, s.merchant_id, s.invoice_id, deps.urls) });
-  }
+  await expireCheckoutInvoice(db, s.merchant_id, s.invoice_id, now, deps);
   await emitEvent(db, deps.boss, s.merchant_id, 'checkout.expired', { object: checkoutResource(s, deps.urls.publicBase, now) });
   return true;
 }

@@ -10,7 +10,7 @@ export interface Mailer {
   close(): void;
 }
 
-// Together shorter than an e-mail run's 45 s claim (jobs/email-send.ts), so a slow server fails
+// Together shorter than an e-mail run's 45 s claim (src/email/deliver.ts), so a slow server fails
 // the attempt instead of outliving the claim.
 const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
 // Messages go over a pool of open connections, many per connection, instead of one SMTP

@@ -2,8 +2,7 @@ import { z } from 'zod';
 import { timestamp } from '../http/schemas.js';
 import { checkoutSession } from '../checkout/schemas.js';
 import { clientResource } from '../clients/schemas.js';
-import { reminderResource } from '../invoices/lifecycle-schemas.js';
-import { invoiceResource } from '../invoices/schemas.js';
+import { invoiceResource, reminderResource } from '../invoices/schemas.js';
 import { paymentResource } from '../payments/schemas.js';
 import { eventTypeNames, eventTypes, type EventType } from './emit.js';
 

@@ -57,6 +57,14 @@ export interface InvoiceRow {
   updated_at: Date;
 }
 
+/** An invoice as its public token finds it. */
+export interface TokenInvoice {
+  id: string;
+  merchant_id: string;
+  status: InvoiceStatus;
+  locale: 'es' | 'en';
+}
+
 export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
 
 /**
@@ -228,29 +236,24 @@ export interface InvoiceFilters {
 // from the same value would hold them.
 const rfc3339 = (db: Queryable, column: string) => db`to_char(${db(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** A listed invoice as the list query writes it: a JSON array in the order of its select list. */
-type ListedCells = [
-  string, string, string, string, string | null, string | null, string | null, InvoiceStatus, string, string | null,
-  string | null, string, string, boolean, boolean, string, string, string, string, string, string, string | null,
-  string | null, string | null, string, string, InvoiceItemRow[], number | null, number | null, string | null, string | null,
-  number | null, string | null,
-];
-
 export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
   // The page is cut first, on the index alone (ids only: an index-only scan skips the rows
   // OFFSET passes over without reading them), and rows and items are read for that page only.
-  // Each invoice comes back as one JSON array, amounts as text (none passes through a float) and
-  // timestamps as the API writes them: the web process parses a page once, natively, instead of
-  // column by column and Date by Date (half its time on a list page). An array, not an object:
-  // PostgreSQL writes it for some 15 % more than the columns cost it, an object for a third more.
-  const rows = await db<{ invoice: ListedCells }[]>`
-    SELECT json_build_array(
-             i.id, i.client_id, i.client_name, i.client_email, i.client_phone, i.invoice_number, i.external_reference,
-             i.status, i.currency, i.exchange_rate::text, i.base_currency, i.issue_date, i.due_date, i.is_tax_exempt,
-             i.tax_inclusive, i.tax_rate::text, i.subtotal::text, i.tax_total::text, i.total::text, i.amount_paid::text,
-             i.public_token, i.payment_provider, i.payment_transaction_id, ${rfc3339(db, 'i.paid_at')},
-             ${rfc3339(db, 'i.created_at')}, ${rfc3339(db, 'i.updated_at')}, ${itemsJson(db)}, i.dte_type, i.dte_folio, i.dte_status,
-             i.dte_track_id, i.credit_note_folio, i.credit_note_status) AS invoice
+  // Each invoice comes back as one JSON object named as ListedInvoice, amounts as text (none passes
+  // through a float) and timestamps as the API writes them: the web process parses a page once,
+  // natively, instead of column by column and Date by Date (half its time on a list page).
+  const rows = await db<{ invoice: ListedInvoice }[]>`
+    SELECT json_build_object(
+             'id', i.id, 'client_id', i.client_id, 'client_name', i.client_name, 'client_email', i.client_email,
+             'client_phone', i.client_phone, 'invoice_number', i.invoice_number, 'external_reference', i.external_reference,
+             'status', i.status, 'currency', i.currency, 'exchange_rate', i.exchange_rate::text, 'base_currency', i.base_currency,
+             'issue_date', i.issue_date, 'due_date', i.due_date, 'is_tax_exempt', i.is_tax_exempt, 'tax_inclusive', i.tax_inclusive,
+             'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'tax_total', i.tax_total::text, 'total', i.total::text,
+             'amount_paid', i.amount_paid::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
+             'payment_transaction_id', i.payment_transaction_id, 'paid_at', ${rfc3339(db, 'i.paid_at')},
+             'created_at', ${rfc3339(db, 'i.created_at')}, 'updated_at', ${rfc3339(db, 'i.updated_at')}, 'items', ${itemsJson(db)},
+             'dte_type', i.dte_type, 'dte_folio', i.dte_folio, 'dte_status', i.dte_status, 'dte_track_id', i.dte_track_id,
+             'credit_note_folio', i.credit_note_folio, 'credit_note_status', i.credit_note_status) AS invoice
       FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}
@@ -263,45 +266,15 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
     ) page
     JOIN invoices i ON i.id = page.id
     ORDER BY i.created_at DESC, i.id DESC`;
-  return rows.map(({ invoice: c }) => ({
-    id: c[0], client_id: c[1], client_name: c[2], client_email: c[3], client_phone: c[4], invoice_number: c[5],
-    external_reference: c[6], status: c[7], currency: c[8], exchange_rate: c[9], base_currency: c[10], issue_date: c[11],
-    due_date: c[12], is_tax_exempt: c[13], tax_inclusive: c[14], tax_rate: c[15], subtotal: c[16], tax_total: c[17],
-    total: c[18], amount_paid: c[19], public_token: c[20], payment_provider: c[21], payment_transaction_id: c[22],
-    paid_at: c[23], created_at: c[24], updated_at: c[25], items: c[26], dte_type: c[27], dte_folio: c[28], dte_status: c[29],
-    dte_track_id: c[30], credit_note_folio: c[31], credit_note_status: c[32],
-  }));
+  return rows.map((r) => r.invoice);
 }
 
 /**
- * draft → sent with the next gapless number, in one statement: the counter row is locked for the
- * rest of the transaction, so numbers are consecutive and never skipped. Null when not a draft.
+ * Invoices are inserted as `api` invoices; a checkout's is marked before it is sent, so sending
+ * queues no invoice e-mail and the reminder planner never picks it up.
  */
-export async function markSent(db: Queryable, merchantId: string, id: string, prefix: string, now: Date, locale?: string): Promise<InvoiceRow | null> {
-  const rows = await db<InvoiceRow[]>`
-    WITH target AS (
-      SELECT id FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} AND status = 'draft' FOR UPDATE
-    ), counter AS (
-      UPDATE invoice_counters SET last_number = last_number + 1
-       WHERE merchant_id = ${merchantId} AND EXISTS (SELECT 1 FROM target)
-      RETURNING last_number
-    )
-    UPDATE invoices i
-       SET status = 'sent',
-           invoice_number = ${prefix} || CASE WHEN counter.last_number < 1000000
-                                              THEN lpad(counter.last_number::text, 6, '0')
-                                              ELSE counter.last_number::text END,
-           sent_at = ${now}, updated_at = ${now},
-           locale = coalesce(${locale ?? null}, i.locale)
-      FROM counter
-     WHERE i.id = ${id}
-    RETURNING i.*`;
-  return rows[0] ?? null;
-}
-
-export async function invoiceStatus(db: Queryable, merchantId: string, id: string): Promise<InvoiceStatus | null> {
-  const rows = await db<{ status: InvoiceStatus }[]>`SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id}`;
-  return rows[0]?.status ?? null;
+export async function markCheckoutInvoice(db: Queryable, merchantId: string, invoiceId: string): Promise<void> {
+  await db`UPDATE invoices SET source = 'checkout' WHERE merchant_id = ${merchantId} AND id = ${invoiceId}`;
 }
 
 export async function findRate(db: Queryable, merchantId: string, currency: string, onOrBefore: string): Promise<string | null> {

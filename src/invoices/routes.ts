@@ -2,15 +2,18 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { defineRoute } from '../http/route.js';
 import { listOf, page } from '../http/schemas.js';
-import { apiBase } from '../http/urls.js';
+import { invoiceUrls } from '../http/urls.js';
 import { parseOrThrow } from '../http/validation.js';
 import type { AppContext } from '../context.js';
 import type { Tx } from '../db/client.js';
+import { prepareRates, createInvoice } from './create.js';
+import * as read from './read.js';
+import { createdResponse, sentResponse } from './resource.js';
 import * as s from './schemas.js';
-import * as service from './service.js';
+import * as transitions from './transitions.js';
 
-export function invoiceDeps(ctx: AppContext): service.InvoiceDeps {
-  return { urls: { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl }, boss: ctx.boss, secrets: ctx.secrets };
+export function invoiceDeps(ctx: AppContext): transitions.InvoiceDeps {
+  return { urls: invoiceUrls(ctx.config), boss: ctx.boss, secrets: ctx.secrets };
 }
 
 /** Bulk items that will pass validation; the others fail on their own and need no rate. */
@@ -43,11 +46,11 @@ export const invoiceRoutes = [
     response: { status: 201, description: 'The invoice was created', schema: s.invoiceCreated },
     errors: ['currency_not_supported', 'currency_conversion_failed', 'merchant_misconfigured', 'idempotency_conflict'],
     example: { body: createExample },
-    prepare: ({ body, auth, ctx }) => service.prepareRates(ctx.sql, auth.merchant, [body], ctx.config.EXCHANGE_RATES_URL),
+    prepare: ({ body, auth, ctx }) => prepareRates(ctx.sql, auth.merchant, [body], ctx.config.EXCHANGE_RATES_URL),
     handler: async ({ body, auth, ctx, db }) => {
       const deps = invoiceDeps(ctx);
-      const row = await service.createInvoice(db, auth.merchant, body, deps);
-      return { status: 201, body: service.createdResponse(row, deps.urls) };
+      const row = await createInvoice(db, auth.merchant, body, deps);
+      return { status: 201, body: createdResponse(row, deps.urls) };
     },
   }),
   defineRoute({
@@ -64,7 +67,7 @@ export const invoiceRoutes = [
     response: { status: 200, description: 'Per-item results', schema: s.bulkResult },
     errors: ['idempotency_conflict'],
     example: { body: { invoices: [createExample] } },
-    prepare: ({ body, auth, ctx }) => service.prepareRates(ctx.sql, auth.merchant, validItems(body.invoices), ctx.config.EXCHANGE_RATES_URL),
+    prepare: ({ body, auth, ctx }) => prepareRates(ctx.sql, auth.merchant, validItems(body.invoices), ctx.config.EXCHANGE_RATES_URL),
     handler: async ({ body, auth, ctx, db }) => {
       const deps = invoiceDeps(ctx);
       // Non-GET handlers always run inside the request's transaction.
@@ -74,9 +77,9 @@ export const invoiceRoutes = [
         try {
           // A savepoint per item: one failure rolls back only that item.
           const row = await tx.savepoint(async (sp) =>
-            service.createInvoice(sp, auth.merchant, parseOrThrow(s.createInvoiceBody, raw), deps),
+            createInvoice(sp, auth.merchant, parseOrThrow(s.createInvoiceBody, raw), deps),
           );
-          results.push({ index, success: true, invoice: service.createdResponse(row, deps.urls) });
+          results.push({ index, success: true, invoice: createdResponse(row, deps.urls) });
         } catch (err) {
           // Best effort: an item's own failure (a missing exchange rate included) is that item's
           // result; only a failure of the service itself aborts the whole call.
@@ -101,7 +104,7 @@ export const invoiceRoutes = [
     example: { query: 'status=sent&limit=20' },
     handler: async ({ query, auth, ctx, db }) => {
       const { limit, offset, ...filters } = query;
-      const rows = await service.listInvoices(db, auth.merchant.id, filters, limit, offset, invoiceDeps(ctx).urls);
+      const rows = await read.listInvoices(db, auth.merchant.id, filters, limit, offset, invoiceDeps(ctx).urls);
       return { status: 200, body: page(rows, limit, offset) };
     },
   }),
@@ -117,7 +120,7 @@ export const invoiceRoutes = [
     errors: ['invoice_not_found'],
     handler: async ({ params, auth, ctx, db }) => ({
       status: 200,
-      body: await service.getInvoice(db, auth.merchant.id, params.invoice_id, invoiceDeps(ctx).urls),
+      body: await read.getInvoice(db, auth.merchant.id, params.invoice_id, invoiceDeps(ctx).urls),
     }),
   }),
   defineRoute({
@@ -132,7 +135,86 @@ export const invoiceRoutes = [
     errors: ['invoice_not_found'],
     handler: async ({ params, auth, ctx, db }) => ({
       status: 200,
-      body: await service.getInvoiceStatus(db, auth.merchant.id, params.invoice_id, invoiceDeps(ctx).urls),
+      body: await read.getInvoiceStatus(db, auth.merchant.id, params.invoice_id, invoiceDeps(ctx).urls),
+    }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/invoices/:invoice_id/send',
+    operationId: 'sendInvoice',
+    summary: 'Send a draft invoice',
+    description:
+      "Assigns the next invoice number (gapless per merchant) and queues the e-mail with the PDF attached. A merchant set up for Chilean tax documents also gets the invoice's DTE (type 33, or 34 when tax-exempt; CLP only) with the next folio of its CAFs, signed, in the same call; with no folio left the send is refused (`merchant_misconfigured`, `details.dte_type`) and the invoice stays a draft.",
+    tag: 'Invoices',
+    scope: 'invoices:send',
+    params: s.invoiceIdParams,
+    query: s.sendQuery,
+    response: { status: 200, description: 'The invoice was sent', schema: s.sendResult },
+    errors: ['invoice_not_found', 'invoice_invalid_state', 'invoice_already_paid', 'merchant_misconfigured'],
+    example: { query: 'locale=es' },
+    handler: async ({ params, query, auth, ctx, db }) => {
+      const row = await transitions.sendInvoice(db, auth.merchant, params.invoice_id, query.locale, invoiceDeps(ctx));
+      return { status: 200, body: sentResponse(row, invoiceDeps(ctx).urls) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/invoices/:invoice_id/remind',
+    operationId: 'remindInvoice',
+    summary: 'Send a payment reminder',
+    description: 'E-mails a reminder now and counts it in `reminders_sent`. Only for sent, viewed or overdue invoices.',
+    tag: 'Invoices',
+    scope: 'invoices:send',
+    params: s.invoiceIdParams,
+    body: s.remindBody,
+    response: { status: 200, description: 'The reminder', schema: s.reminderResource },
+    errors: ['invoice_not_found', 'invoice_not_sent', 'invoice_already_paid', 'invoice_invalid_state'],
+    example: { body: { custom_message: 'Le recordamos que su factura vence pronto.' } },
+    handler: async ({ params, body, auth, ctx, db }) => ({
+      status: 200,
+      body: await transitions.remindInvoice(db, auth.merchant.id, params.invoice_id, body.custom_message ?? null, invoiceDeps(ctx)),
+    }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/invoices/:invoice_id/mark-paid',
+    operationId: 'markInvoicePaid',
+    summary: 'Record a payment made outside the service',
+    description:
+      'Records the payment at server time (`paid_at` in the body is ignored), stops reminders, e-mails a receipt and emits `invoice.paid`. ' +
+      'While a customer is paying the invoice on its checkout page, the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`.',
+    tag: 'Invoices',
+    scope: 'payments:write',
+    idempotent: true,
+    params: s.invoiceIdParams,
+    body: s.markPaidBody,
+    response: { status: 200, description: 'The invoice is paid', schema: s.markPaidResult },
+    errors: ['invoice_not_found', 'invoice_not_sent', 'invoice_already_paid', 'invoice_invalid_state', 'idempotency_conflict'],
+    example: { body: { payment_method: 'transfer', payment_amount: 11900 } },
+    handler: async ({ params, body, auth, ctx, db }) => ({
+      status: 200,
+      body: await transitions.markInvoicePaid(db, auth.merchant, params.invoice_id, body, invoiceDeps(ctx)),
+    }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/invoices/:invoice_id/cancel',
+    operationId: 'cancelInvoice',
+    summary: 'Cancel an invoice',
+    description:
+      'A draft is deleted (`status: "deleted"`, later reads give 404); a sent, viewed or overdue invoice is cancelled and keeps its number. ' +
+      "An invoice with a Chilean tax document (DTE) not rejected by the SII is cancelled by a credit note (type 61, CodRef 1 \"anula documento\") with its own folio, submitted to the SII like any DTE: `credit_note` gives its type, folio and status; with no type-61 folio left the cancel is refused (400 `merchant_misconfigured`, `details.dte_type: 61`) and nothing changes. " +
+      'While a customer is paying the invoice on its checkout page (the payment is at the gateway), the answer is 409 `invoice_invalid_state` with `details.payment_in_progress: true`: retry once the payment has ended.',
+    tag: 'Invoices',
+    scope: 'invoices:write',
+    params: s.invoiceIdParams,
+    body: s.cancelBody,
+    response: { status: 200, description: 'The invoice was cancelled or deleted', schema: s.cancelResult },
+    errors: ['invoice_not_found', 'invoice_already_paid', 'invoice_invalid_state', 'merchant_misconfigured'],
+    example: { body: { reason: 'Duplicated order' } },
+    handler: async ({ params, body, auth, ctx, db }) => ({
+      status: 200,
+      body: await transitions.cancelInvoice(db, auth.merchant.id, params.invoice_id, body.reason || null, invoiceDeps(ctx)),
     }),
   }),
 ];

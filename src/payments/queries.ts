@@ -48,3 +48,18 @@ export async function listPayments(db: Queryable, merchantId: string, f: Payment
      ORDER BY p.created_at DESC, p.id DESC
      LIMIT ${limit} OFFSET ${offset}`;
 }
+
+export type NewPayment = Omit<PaymentRow, 'invoice_number'> & { notes: string | null };
+
+export async function insertPayment(db: Queryable, p: NewPayment): Promise<void> {
+  await db`
+    INSERT INTO payments (id, merchant_id, invoice_id, amount, currency, method, notes, provider, transaction_id, status, paid_at, created_at)
+    VALUES (${p.id}, ${p.merchant_id}, ${p.invoice_id}, ${p.amount}::numeric, ${p.currency}, ${p.method}, ${p.notes},
+            ${p.provider}, ${p.transaction_id}, ${p.status}, ${p.paid_at}, ${p.created_at})`;
+}
+
+/** The gateway's payment is recorded already (a repeated return, a replayed notification). */
+export async function paymentRecorded(db: Queryable, provider: string, transactionId: string): Promise<boolean> {
+  const rows = await db`SELECT 1 FROM payments WHERE provider = ${provider} AND transaction_id = ${transactionId}`;
+  return rows.length > 0;
+}

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
+import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { getInvoice } from '../invoices/queries.js';
 import { chargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
@@ -26,9 +27,6 @@ function printedDte(d: InvoiceDte): PrintedDte {
   return { type: d.dte_type, folio: d.folio, ted: d.ted, resolutionNumber: d.resolucion_numero, resolutionDate: d.resolucion_fecha };
 }
 
-/** The hosted page's address, printed in the PDF as its payment link. */
-export const publicUrlOf = (publicBase: string, token: string) => `${publicBase}/i/${token}`;
-
 /**
  * The PDF of one of the merchant's invoices, or null when there is no such invoice.
  *
@@ -50,7 +48,7 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
   if (!merchant) return null;
   const filename = pdfFilename(invoice);
   const draft = invoice.status === 'draft';
-  const publicUrl = publicUrlOf(publicBase, invoice.public_token);
+  const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
   if (draft) {
     const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl, canCharge: merchant.can_charge }));
     return { content, sha256: sha256(content), draft, filename };

@@ -5,7 +5,7 @@ import { clock } from '../clock.js';
 import { toAppError } from '../http/envelope.js';
 import { invoiceUrls } from '../http/urls.js';
 import type { Locale } from '../invoices/schemas.js';
-import { OPEN_STATUSES } from '../invoices/lifecycle-queries.js';
+import { OPEN_STATUSES } from '../invoices/transition-queries.js';
 import { getInvoiceRow } from '../invoices/queries.js';
 import { getMerchant } from '../merchants/queries.js';
 import { formatMoment, formatMoney } from '../format.js';

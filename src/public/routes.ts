@@ -1,13 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Handlebars from 'handlebars';
 import type { AppContext } from '../context.js';
-import { clock } from '../clock.js';
-import { emitEvent } from '../events/emit.js';
 import { toAppError } from '../http/envelope.js';
-import { apiBase, invoiceUrls, publicInvoiceUrl } from '../http/urls.js';
+import { invoiceUrls } from '../http/urls.js';
+import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import type { Locale } from '../invoices/schemas.js';
-import { invoiceResource } from '../invoices/service.js';
+import { viewInvoice as recordView } from '../invoices/transitions.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import { checkoutUrl } from '../checkout/service.js';
 import { invoiceCheckout } from '../checkout/invoice-session.js';
@@ -95,7 +94,7 @@ export function sendTooManyPage(request: FastifyRequest, reply: FastifyReply, re
 
 function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: ChargingMerchant): string {
   const a = load();
-  const page = publicInvoiceUrl(ctx, invoice.public_token);
+  const page = publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token);
   const payForm = { action: `${page}/pay`, csrfToken: invoicePayToken(ctx.secrets, invoice.public_token) };
   return a.invoice({ css: a.css, ...invoiceView(invoice, merchant, a.labels[invoice.locale], `${page}/pdf`, payForm) });
 }
@@ -106,22 +105,14 @@ function redirect(reply: FastifyReply, to: string): FastifyReply {
 }
 
 /**
- * Records a view and loads what the page shows, in one transaction: the first view moves
- * sent → viewed and emits `invoice.viewed`; every view sets `last_viewed_at`. Null for an
- * unknown token or a draft (a draft has no public page).
+ * Records a view (transitions.ts: the first one moves sent → viewed) and loads what the page
+ * shows, in one transaction. Null for an unknown token or a draft.
  */
 async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: ChargingMerchant } | null> {
-  const urls = { apiBase: apiBase(ctx), publicBase: ctx.config.publicBaseUrl };
   return ctx.sql.begin(async (tx) => {
-    const now = clock.now();
-    const firstView = await q.markViewed(tx, token, now);
-    const target = firstView ?? (await q.touchViewed(tx, token, now));
-    if (!target) return null;
-    const invoice = await getInvoice(tx, target.merchant_id, target.id);
-    const merchant = await chargingMerchant(tx, target.merchant_id);
-    if (!invoice || !merchant) return null;
-    if (firstView) await emitEvent(tx, ctx.boss, target.merchant_id, 'invoice.viewed', { object: invoiceResource(invoice, urls) });
-    return { invoice, merchant };
+    const invoice = await recordView(tx, token, { urls: invoiceUrls(ctx.config), boss: ctx.boss });
+    const merchant = invoice && (await chargingMerchant(tx, invoice.merchant_id));
+    return invoice && merchant ? { invoice, merchant } : null;
   });
 }
 
@@ -149,7 +140,7 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         const token = (request.params as { token?: string } | undefined)?.token;
         // The Pay button's failures (a gateway down or refusing) lead back to the invoice, to try again.
         if (request.method === 'POST' && token && TOKEN.test(token)) {
-          return sendMessagePage(reply, appErr.status, browserLocale(request), 'payFailed', publicInvoiceUrl(ctx, token));
+          return sendMessagePage(reply, appErr.status, browserLocale(request), 'payFailed', publicInvoiceUrl(ctx.config.publicBaseUrl, token));
         }
         const status = appErr.status >= 500 ? appErr.status : 404;
         return sendMessagePage(reply, status, browserLocale(request), status === 404 ? 'notFound' : 'error');
@@ -171,7 +162,7 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         const { token } = request.params;
         const target = TOKEN.test(token) ? await q.invoiceByToken(ctx.sql, token) : null;
         if (!target || target.status === 'draft') return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
-        const page = publicInvoiceUrl(ctx, token);
+        const page = publicInvoiceUrl(ctx.config.publicBaseUrl, token);
         if (!fromOurOrigin(request, ctx.config.publicBaseUrl) || !invoicePayTokenMatches(ctx.secrets, request.body, token)) {
           return sendMessagePage(reply, 403, target.locale, 'forbidden', page);
         }

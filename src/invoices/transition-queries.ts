@@ -1,9 +1,64 @@
 import type { Queryable } from '../db/client.js';
-import type { InvoiceRow } from './queries.js';
+import type { InvoiceRow, TokenInvoice } from './queries.js';
+import type { InvoiceStatus } from './schemas.js';
 
-// Every transition is guarded in the UPDATE itself: zero rows means "explain the 409", not a race.
+// Every transition of an invoice is guarded in its statement: zero rows means "explain the 409",
+// not a race.
 
 export const OPEN_STATUSES = ['sent', 'viewed', 'overdue'] as const;
+
+/**
+ * draft → sent with the next gapless number, in one statement: the counter row is locked for the
+ * rest of the transaction, so numbers are consecutive and never skipped. Null when not a draft.
+ */
+export async function markSent(db: Queryable, merchantId: string, id: string, prefix: string, now: Date, locale?: string): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    WITH target AS (
+      SELECT id FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} AND status = 'draft' FOR UPDATE
+    ), counter AS (
+      UPDATE invoice_counters SET last_number = last_number + 1
+       WHERE merchant_id = ${merchantId} AND EXISTS (SELECT 1 FROM target)
+      RETURNING last_number
+    )
+    UPDATE invoices i
+       SET status = 'sent',
+           invoice_number = ${prefix} || CASE WHEN counter.last_number < 1000000
+                                              THEN lpad(counter.last_number::text, 6, '0')
+                                              ELSE counter.last_number::text END,
+           sent_at = ${now}, updated_at = ${now},
+           locale = coalesce(${locale ?? null}, i.locale)
+      FROM counter
+     WHERE i.id = ${id}
+    RETURNING i.*`;
+  return rows[0] ?? null;
+}
+
+export async function invoiceStatus(db: Queryable, merchantId: string, id: string): Promise<InvoiceStatus | null> {
+  const rows = await db<{ status: InvoiceStatus }[]>`SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  return rows[0]?.status ?? null;
+}
+
+/**
+ * The first view: sent → viewed, guarded in the statement, so of any number of concurrent first
+ * views exactly one matches (the others wait for its row lock, then find `viewed`). Null when the
+ * invoice is not in `sent`.
+ */
+export async function markViewed(db: Queryable, token: string, now: Date): Promise<TokenInvoice | null> {
+  const rows = await db<TokenInvoice[]>`
+    UPDATE invoices SET status = 'viewed', last_viewed_at = ${now}, updated_at = ${now}
+     WHERE public_token = ${token} AND status = 'sent'
+    RETURNING id, merchant_id, status, locale`;
+  return rows[0] ?? null;
+}
+
+/** Any later view: only `last_viewed_at` moves (updated_at follows changes of state, not views). */
+export async function touchViewed(db: Queryable, token: string, now: Date): Promise<TokenInvoice | null> {
+  const rows = await db<TokenInvoice[]>`
+    UPDATE invoices SET last_viewed_at = ${now}
+     WHERE public_token = ${token} AND status <> 'draft'
+    RETURNING id, merchant_id, status, locale`;
+  return rows[0] ?? null;
+}
 
 export async function incrementReminders(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceRow | null> {
   const rows = await db<InvoiceRow[]>`
@@ -53,28 +108,6 @@ export async function markPaid(
   return rows[0] ?? null;
 }
 
-export interface NewPayment {
-  id: string;
-  merchant_id: string;
-  invoice_id: string;
-  amount: string;
-  currency: string;
-  method: string | null;
-  notes: string | null;
-  provider: string;
-  transaction_id: string;
-  status: 'succeeded' | 'failed';
-  paid_at: Date | null;
-  created_at: Date;
-}
-
-export async function insertPayment(db: Queryable, p: NewPayment): Promise<void> {
-  await db`
-    INSERT INTO payments (id, merchant_id, invoice_id, amount, currency, method, notes, provider, transaction_id, status, paid_at, created_at)
-    VALUES (${p.id}, ${p.merchant_id}, ${p.invoice_id}, ${p.amount}::numeric, ${p.currency}, ${p.method}, ${p.notes},
-            ${p.provider}, ${p.transaction_id}, ${p.status}, ${p.paid_at}, ${p.created_at})`;
-}
-
 /** A draft is removed outright; its items go with it. */
 export async function deleteDraft(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow | null> {
   const rows = await db<InvoiceRow[]>`
@@ -98,6 +131,18 @@ export async function checkoutPaymentInFlight(db: Queryable, merchantId: string,
 export async function lockInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow['status'] | null> {
   const rows = await db<{ status: InvoiceRow['status'] }[]>`SELECT status FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id} FOR UPDATE`;
   return rows[0]?.status ?? null;
+}
+
+/**
+ * The invoice a checkout session owns (source `checkout`) is cancelled when the session expires;
+ * any other invoice, or one the merchant closed already, stays as it is. Null then.
+ */
+export async function markCheckoutExpired(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceRow | null> {
+  const rows = await db<InvoiceRow[]>`
+    UPDATE invoices SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = 'checkout_expired', updated_at = ${now}
+     WHERE merchant_id = ${merchantId} AND id = ${id} AND source = 'checkout' AND status IN ('sent', 'viewed', 'overdue')
+    RETURNING *`;
+  return rows[0] ?? null;
 }
 
 export async function markCancelled(db: Queryable, merchantId: string, id: string, reason: string | null, now: Date): Promise<InvoiceRow | null> {

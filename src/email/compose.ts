@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Config } from '../config.js';
+import type { Queryable } from '../db/client.js';
+import type { EmailRow } from './queries.js';
+import { disabledReason, renderEmail, type EmailKind } from './render.js';
+import { formatDate, formatMoney } from '../format.js';
+import { getInvoice } from '../invoices/queries.js';
+import { publicInvoiceUrl } from '../invoices/public-url.js';
+import { receiptData } from '../invoices/receipt.js';
+import { getMerchant } from '../merchants/queries.js';
+import { chargingMerchant } from '../checkout/credentials.js';
+import { legalProfile } from '../merchants/legal-profile.js';
+import { storeInvoicePdf } from '../pdf/store.js';
+import { findInvoiceDte } from '../dte/queries.js';
+import { dteFilename } from '../dte/document.js';
+
+export interface ComposeDeps {
+  sql: Queryable;
+  config: Pick<Config, 'EMAIL_FROM'>;
+  /** Where the message's links point: the API's base (its docs) and the hosted pages' base. */
+  urls: { apiBase: string; publicBase: string };
+}
+
+// A row's data was written by whatever version queued it: it is checked, never trusted.
+const reminderData = z.object({ custom_message: z.string().nullable().optional() });
+
+const disabledData = z.object({
+  endpoint_id: z.string(),
+  url: z.string(),
+  reason: z.enum(['consecutive_failures', 'gone']),
+  failures: z.number().int(),
+});
+
+export type ComposedEmail = Mail.Options & { subject: string };
+
+/** The notice to the merchant that one of their webhook endpoints was disabled (decisions §10). */
+async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
+  const merchant = await getMerchant(deps.sql, email.merchant_id);
+  if (!merchant) throw new Error(`e-mail ${email.id}: merchant is gone`);
+  const d = disabledData.parse(email.data);
+  const rendered = renderEmail('endpoint_disabled', email.locale, {
+    merchant: merchant.name,
+    merchant_email: merchant.email,
+    url: `${deps.urls.apiBase}/docs#webhooks`,
+    endpoint_url: d.url,
+    endpoint_id: d.endpoint_id,
+    reason: disabledReason(email.locale, d.reason, d.failures),
+  });
+  return {
+    from: deps.config.EMAIL_FROM,
+    to: { name: merchant.name, address: email.to_address },
+    subject: rendered.subject,
+    text: rendered.text,
+    html: rendered.html,
+    messageId: `<${email.id}@invoicing>`,
+    headers: { 'X-Email-Kind': email.kind, 'X-Webhook-Endpoint-Id': d.endpoint_id },
+  };
+}
+
+/**
+ * The message for an e-mail row: rendered from the invoice and its merchant as they are now (the
+ * issuer's legal profile, whether it can take payments), PDF attached where due.
+ */
+export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
+  if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
+  if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
+  const [invoice, merchant] = await Promise.all([getInvoice(deps.sql, email.merchant_id, email.invoice_id), chargingMerchant(deps.sql, email.merchant_id)]);
+  if (!invoice || !merchant) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
+  const locale = email.locale;
+  const vars = {
+    merchant: merchant.name,
+    merchant_email: merchant.email,
+    client: invoice.client_name,
+    number: invoice.invoice_number ?? '',
+    total: formatMoney(invoice.total, invoice.currency, locale),
+    due_date: formatDate(invoice.due_date, locale),
+    url: publicInvoiceUrl(deps.urls.publicBase, invoice.public_token),
+  };
+  let customMessage: string | null = null;
+  if (email.kind === 'reminder') customMessage = reminderData.parse(email.data).custom_message ?? null;
+  if (email.kind === 'receipt') {
+    const r = receiptData.parse(email.data);
+    Object.assign(vars, {
+      amount: formatMoney(r.amount, invoice.currency, locale),
+      paid_on: formatDate(r.paid_at.slice(0, 10), locale),
+    });
+  }
+  const rendered = renderEmail(email.kind as EmailKind, locale, vars, {
+    customMessage,
+    // Decisions §11: the button offers to pay only where the hosted page can take the payment.
+    canPay: merchant.can_charge,
+    issuer: legalProfile(merchant),
+  });
+  const attachments: Mail.Attachment[] = [];
+  if (email.kind === 'invoice' || email.kind === 'reminder') {
+    const pdf = await storeInvoicePdf(deps.sql, invoice.id, deps.urls.publicBase);
+    if (!pdf) throw new Error(`e-mail ${email.id}: invoice ${invoice.id} has no PDF`);
+    attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
+  }
+  // Decisions §15: the invoice e-mail carries the tax document beside its printed representation.
+  const dte = email.kind === 'invoice' ? await findInvoiceDte(deps.sql, invoice.id) : null;
+  if (dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
+  return {
+    from: deps.config.EMAIL_FROM,
+    replyTo: { name: merchant.name, address: merchant.email },
+    to: { name: invoice.client_name, address: email.to_address },
+    subject: rendered.subject,
+    text: rendered.text,
+    html: rendered.html,
+    attachments,
+    // One Message-ID per e-mail row: a receiver can tell a retried delivery from a new message.
+    messageId: `<${email.id}@invoicing>`,
+    headers: { 'X-Email-Kind': email.kind, 'X-Invoice-Id': invoice.id },
+  };
+}

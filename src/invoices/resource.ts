@@ -1,0 +1,117 @@
+import { iso } from '../http/schemas.js';
+import { publicInvoiceUrl } from './public-url.js';
+import { formatAmount, formatExchangeRate, formatQuantity, formatRate, formatUnitPrice } from '../money.js';
+import type { InvoiceRow, ListedInvoice } from './queries.js';
+import type { ReminderRow } from './transition-queries.js';
+import type { CreditNoteStatus, InvoiceResource } from './schemas.js';
+
+// Rows → the API's shapes: the one mapping of each. Their types are checked against the response
+// schemas where the routes return them (src/http/route.ts).
+
+/** The bases resources link to: the API's and the hosted pages'. */
+export interface Urls {
+  apiBase: string;
+  publicBase: string;
+}
+
+/** The Invoice: GET /invoices/{id}, list pages and `invoice.*` events. */
+export function invoiceResource(row: ListedInvoice, urls: Urls): InvoiceResource {
+  const self = `${urls.apiBase}/invoices/${row.id}`;
+  const publicUrl = publicInvoiceUrl(urls.publicBase, row.public_token);
+  return {
+    id: row.id,
+    client_id: row.client_id,
+    client: { id: row.client_id, name: row.client_name, email: row.client_email, phone: row.client_phone },
+    invoice_number: row.invoice_number,
+    external_reference: row.external_reference,
+    status: row.status,
+    currency: row.currency,
+    exchange_rate: row.exchange_rate === null ? null : formatExchangeRate(row.exchange_rate),
+    base_currency: row.base_currency,
+    issue_date: row.issue_date,
+    due_date: row.due_date,
+    is_tax_exempt: row.is_tax_exempt,
+    tax_inclusive: row.tax_inclusive,
+    tax_rate: formatRate(row.tax_rate),
+    subtotal: formatAmount(row.subtotal, row.currency),
+    tax_total: formatAmount(row.tax_total, row.currency),
+    total: formatAmount(row.total, row.currency),
+    amount_paid: formatAmount(row.amount_paid, row.currency),
+    public_token: row.public_token,
+    public_url: publicUrl,
+    payment_proof_file_id: null,
+    dte_folio: row.dte_folio,
+    dte_type: row.dte_type,
+    dte_status: row.dte_status,
+    dte_track_id: row.dte_track_id,
+    credit_note:
+      row.credit_note_folio === null ? null : { type: 61 as const, folio: row.credit_note_folio, status: row.credit_note_status as CreditNoteStatus },
+    is_legacy: false,
+    payment_reference:
+      row.payment_provider && row.payment_transaction_id
+        ? { provider: row.payment_provider, transaction_id: row.payment_transaction_id, paid_at: iso(row.paid_at) }
+        : null,
+    items: row.items.map((it) => ({
+      id: it.id,
+      product_id: it.product_id,
+      description: it.description,
+      quantity: formatQuantity(it.quantity),
+      unit_price: formatUnitPrice(it.unit_price, row.currency),
+      line_total: formatAmount(it.line_total, row.currency),
+    })),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+    _links: {
+      self: { href: self, method: 'GET' as const, rel: 'self', title: 'Invoice' },
+      pdf: { href: `${self}/pdf`, method: 'GET' as const, rel: 'pdf', title: 'Invoice PDF' },
+      public: { href: publicUrl, method: 'GET' as const, rel: 'public', title: 'Hosted invoice page' },
+    },
+  };
+}
+
+export function createdResponse(row: InvoiceRow, urls: Urls) {
+  return {
+    invoice_id: row.id,
+    status: row.status,
+    total: formatAmount(row.total, row.currency),
+    currency: row.currency,
+    public_url: publicInvoiceUrl(urls.publicBase, row.public_token),
+    client_id: row.client_id,
+    client_name: row.client_name,
+    created_at: iso(row.created_at)!,
+    invoice_number: row.invoice_number,
+    external_reference: row.external_reference,
+  };
+}
+
+export function statusSummary(row: InvoiceRow, urls: Urls) {
+  return {
+    invoice_id: row.id,
+    invoice_number: row.invoice_number,
+    status: row.status,
+    total: formatAmount(row.total, row.currency),
+    currency: row.currency,
+    public_url: publicInvoiceUrl(urls.publicBase, row.public_token),
+    issue_date: row.issue_date,
+    due_date: row.due_date,
+    paid_at: iso(row.paid_at),
+    reminders_sent: row.reminders_sent,
+    last_viewed_at: iso(row.last_viewed_at),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+export function sentResponse(row: InvoiceRow, urls: Urls) {
+  return {
+    invoice_id: row.id,
+    invoice_number: row.invoice_number!,
+    status: row.status,
+    public_url: publicInvoiceUrl(urls.publicBase, row.public_token),
+    sent_at: iso(row.sent_at)!,
+  };
+}
+
+export function reminderResource(r: ReminderRow) {
+  return { reminder_id: r.id, invoice_id: r.invoice_id, sent_at: iso(r.sent_at)!, reminder_number: r.reminder_number };
+}
