@@ -69,6 +69,9 @@ export async function startWebProcess(opts: {
       PUBLIC_BASE_URL: baseUrl,
       // Required with DATABASE_URL (it seals webhook secrets); the bench database is thrown away.
       ENCRYPTION_KEY: process.env.ENCRYPTION_KEY ?? randomBytes(32).toString('hex'),
+      // The load comes from one key over every connection: the per-key cap on requests in flight
+      // (10, a guard between one merchant's integrations) would answer most of it 429.
+      API_CONCURRENCY_PER_KEY: '1024',
       ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
