@@ -13,15 +13,9 @@ import { testApp, type TestApp } from './helpers/app.js';
 import { firstPagePng, pdfToText } from './helpers/pdftotext.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import { until } from './helpers/until.js';
+import { LEGAL_PROFILE } from './helpers/fixtures.js';
 
-const PROFILE = {
-  rut: '76.086.428-5',
-  razon_social: 'Comercial Los Andes SpA',
-  giro: 'Servicios de consultoría',
-  direccion: 'Av. Providencia 1234, of. 56',
-  comuna: 'Ñuñoa',
-  ciudad: 'Santiago',
-};
+const PROFILE = LEGAL_PROFILE;
 const ISSUER_LINE = {
   es: 'Comercial Los Andes SpA · R.U.T.: 76.086.428-5 · Av. Providencia 1234, of. 56, Ñuñoa, Santiago',
   en: 'Comercial Los Andes SpA · Tax ID (RUT): 76.086.428-5 · Av. Providencia 1234, of. 56, Ñuñoa, Santiago',

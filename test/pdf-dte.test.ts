@@ -19,6 +19,7 @@ import { setTaxProfile } from '../src/merchants/service.js';
 import { renderInvoicePdf, type PrintedDte } from '../src/pdf/render.js';
 import { testApp, type TestApp } from './helpers/app.js';
 import { firstPagePng, pdfToText } from './helpers/pdftotext.js';
+import { LEGAL_PROFILE } from './helpers/fixtures.js';
 
 const run = promisify(execFile);
 
@@ -26,16 +27,7 @@ const run = promisify(execFile);
 const wasm = readFileSync(createRequire(import.meta.url).resolve('zxing-wasm/reader/zxing_reader.wasm'));
 prepareZXingModule({ overrides: { wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) as ArrayBuffer } });
 
-const PROFILE = {
-  rut: '76.086.428-5',
-  razon_social: 'Comercial Los Andes SpA',
-  giro: 'Servicios de consultoría',
-  direccion: 'Av. Providencia 1234, of. 56',
-  comuna: 'Ñuñoa',
-  ciudad: 'Santiago',
-  resolucion_numero: 80,
-  resolucion_fecha: '2014-08-22',
-};
+const PROFILE = { ...LEGAL_PROFILE, resolucion_numero: 80, resolucion_fecha: '2014-08-22' };
 
 /** Base64 of the length a 512-bit CAF key or signature has, from a seed: the same on every run. */
 const b64 = (seed: string) => `${createHash('sha512').update(seed).digest('base64').slice(0, 86)}==`;

@@ -14,3 +14,13 @@ export function invoiceBody(extra: Record<string, unknown> = {}): Record<string,
     ...extra,
   };
 }
+
+/** A merchant's legal profile (decisions §15) as the documents print it. */
+export const LEGAL_PROFILE = {
+  rut: '76.086.428-5',
+  razon_social: 'Comercial Los Andes SpA',
+  giro: 'Servicios de consultoría',
+  direccion: 'Av. Providencia 1234, of. 56',
+  comuna: 'Ñuñoa',
+  ciudad: 'Santiago',
+};
