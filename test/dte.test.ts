@@ -7,6 +7,8 @@ import { testApp, type TestApp } from './helpers/app.js';
 import { addCaf } from '../src/dte/service.js';
 import { cafFile, DTE_PROFILE, dteMerchant, readDte, siiAuthority } from './helpers/dte-fixtures.js';
 import { invoiceBody } from './helpers/fixtures.js';
+import { clock, dateInZone } from '../src/clock.js';
+import { setRate } from '../src/rates/service.js';
 
 const sii = siiAuthority();
 t.teardown(() => sii.cleanup());
@@ -113,7 +115,8 @@ t.test('DTE', async (t) => {
   });
 
   t.test('another currency: not_applicable, no folio, no document', async (t) => {
-    await h.sql`INSERT INTO exchange_rates (merchant_id, currency, rate_date, rate) VALUES (${merchantId}, 'USD', CURRENT_DATE, 950)`;
+    // The merchant's today, not the database's: they differ for three hours of every UTC night.
+    await setRate(h.sql, merchantId, 'USD', dateInZone(clock.now(), 'America/Santiago'), '950');
     const created = await h.api('POST', '/invoices', { key, body: invoiceBody({ currency: 'USD', send_immediately: true }) });
     t.equal(created.status, 201);
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key })).body;
