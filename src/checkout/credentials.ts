@@ -52,8 +52,3 @@ export async function chargingMerchant(db: Queryable, merchantId: string): Promi
   const provider = knownProvider(merchant.payment_provider);
   return { ...merchant, can_charge: provider !== null && required(provider).every((f) => fields.includes(f)) };
 }
-
-/** `GET /me` `can_charge`. */
-export async function canCharge(db: Queryable, merchantId: string): Promise<boolean> {
-  return (await chargingMerchant(db, merchantId))?.can_charge ?? false;
-}

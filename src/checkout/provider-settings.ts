@@ -18,7 +18,6 @@ export const credentialsInput = z.strictObject({
   access_token: secret.optional(),
   webhook_secret: secret.optional(),
 });
-export type CredentialsInput = z.input<typeof credentialsInput>;
 
 /**
  * Sets the merchant's payment provider (null: none) with its credentials, sealed; the answer tells
@@ -26,7 +25,7 @@ export type CredentialsInput = z.input<typeof credentialsInput>;
  * provider is `invalid_provider`, an incomplete set `provider_credentials_missing`, a field of
  * another gateway a validation error naming it.
  */
-export async function configureProvider(sql: Sql, secrets: SecretBox, merchantId: string, providerName: string | null, given: CredentialsInput = {}) {
+export async function configureProvider(sql: Sql, secrets: SecretBox, merchantId: string, providerName: string | null, given: z.input<typeof credentialsInput> = {}) {
   const id = parseOrThrow(z.uuid(), merchantId, 422, 'merchant_id');
   const creds = parseOrThrow(credentialsInput, given);
   const provider = providerName === null ? null : providerFor(providerName);
@@ -35,8 +34,8 @@ export async function configureProvider(sql: Sql, secrets: SecretBox, merchantId
   if (foreign.length > 0) {
     throw AppError.validation(foreign.map((path) => ({ path, message: `is not a setting of ${provider?.name ?? 'no provider'}` })));
   }
-  if (provider && fields.some((f) => !creds[f as keyof typeof creds])) {
-    const absent = fields.filter((f) => !creds[f as keyof typeof creds]);
+  const absent = fields.filter((f) => !creds[f as keyof typeof creds]);
+  if (provider && absent.length > 0) {
     throw new AppError('provider_credentials_missing', `${provider.name} needs ${absent.join(' and ')} as well.`, { details: { provider: provider.name } });
   }
   return sql.begin(async (tx) => {

@@ -55,7 +55,7 @@ export function checkoutUrl(publicBase: string, token: string): string {
 }
 
 /** Where a redirect gateway sends the customer back with its verdict. */
-export function gatewayReturnUrl(publicBase: string, token: string): string {
+function gatewayReturnUrl(publicBase: string, token: string): string {
   return `${checkoutUrl(publicBase, token)}/return`;
 }
 
@@ -388,7 +388,7 @@ export async function gatewayReturn(sql: Sql, token: string, back: GatewayReturn
 }
 
 /** What resolving a session by its gateway needs: the jobs' dependencies and the credentials' key. */
-export type ResolveDeps = InvoiceDeps & { secrets: SecretBox };
+type ResolveDeps = InvoiceDeps & { secrets: SecretBox };
 
 /**
  * A session at its deadline whose customer never came back from the gateway (Webpay) or whose
@@ -396,7 +396,7 @@ export type ResolveDeps = InvoiceDeps & { secrets: SecretBox };
  * payment it authorised is recorded, so the expiry cannot drop one. False when there was nothing
  * to apply.
  */
-export async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveDeps): Promise<boolean> {
+async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveDeps): Promise<boolean> {
   const provider = providerFor(s.provider);
   if (!provider.paymentStatus || !s.provider_redirect || s.provider_session_ended_at !== null) return false;
   const now = clock.now();

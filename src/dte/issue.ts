@@ -23,10 +23,10 @@ export interface IssueInput {
 export interface IssuedDte {
   /** The TED as signed: the PDF's barcode. */
   ted: string;
-  /** The signed EnvioDTE, ISO-8859-1. */
-  envio: Buffer;
   /** The DTE element as signed: an EnvioDTE of several documents places it as is. */
   signedDte: string;
+  /** When it was stamped and signed, SII's FechaHora in the issuer's time. */
+  signedAt: string;
   /** What SII's per-document query asks: the receiver's RUT, the issue date, the total. */
   receiverRut: string;
   issueDate: string;
@@ -95,16 +95,20 @@ export function issueDte(input: IssueInput): IssuedDte {
   // Signed on its own, as SII checks it once taken out of the envelope (decisions §15).
   const signedDte = signElement(buildDte(content, timbre, stampedAt), 'Documento', input.identity);
   if (!signedDte.includes(`ID="${documentId(input.type, input.folio)}"`)) throw new Error('the signed DTE lost its ID');
-  const envio = buildEnvioDte(
+  return { ted: timbre.text, signedDte, signedAt: stampedAt, receiverRut: content.receiver.rut, issueDate: content.issueDate, total: content.totals.total };
+}
+
+/** The document alone in a signed EnvioDTE, ISO-8859-1: what an invoice keeps as its tax document (a credit note keeps none). */
+export function soleEnvio(input: Pick<IssueInput, 'type' | 'issuer' | 'identity'>, issued: IssuedDte): Buffer {
+  return buildEnvioDte(
     {
       rutEmisor: input.issuer.rut,
       rutEnvia: input.identity.subjectRut,
       resolucionFecha: input.issuer.resolucionFecha,
       resolucionNumero: input.issuer.resolucionNumero,
-      signedAt: stampedAt,
+      signedAt: issued.signedAt,
     },
-    [{ type: input.type, xml: signedDte }],
+    [{ type: input.type, xml: issued.signedDte }],
     input.identity,
   );
-  return { ted: timbre.text, envio, signedDte, receiverRut: content.receiver.rut, issueDate: content.issueDate, total: content.totals.total };
 }

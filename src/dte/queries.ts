@@ -88,11 +88,15 @@ export async function foliosLeft(db: Queryable, merchantId?: string): Promise<{ 
      ORDER BY merchant_id, dte_type`;
 }
 
-/** What issuing a document takes beyond the tax profile: the sealed certificate, when there is one and CAFs too. */
+/**
+ * What issuing a document takes beyond the tax profile: the sealed certificate, when there is one
+ * and CAFs too. Every send asks, so both lookups are by primary key: a merchant has a folio counter
+ * of a type exactly when it loaded a CAF of it (they are created together, in addCaf).
+ */
 export async function signingSetup(db: Queryable, merchantId: string): Promise<{ sealed_pkcs12: Buffer } | null> {
   const rows = await db<{ sealed_pkcs12: Buffer }[]>`
     SELECT c.sealed_pkcs12 FROM dte_certificates c
-     WHERE c.merchant_id = ${merchantId} AND EXISTS (SELECT 1 FROM dte_cafs f WHERE f.merchant_id = c.merchant_id)`;
+     WHERE c.merchant_id = ${merchantId} AND EXISTS (SELECT 1 FROM dte_folio_counters f WHERE f.merchant_id = c.merchant_id)`;
   return rows[0] ?? null;
 }
 
@@ -176,7 +180,8 @@ export async function merchantInvoiceDte(db: Queryable, merchantId: string, invo
 
 // ─── Submission to the SII ───────────────────────────────────────────────────
 
-export type DocumentStatus = 'pending' | 'uploading' | 'sent' | 'accepted' | 'accepted_with_objections' | 'rejected';
+export const DOCUMENT_STATUSES = ['pending', 'uploading', 'sent', 'accepted', 'accepted_with_objections', 'rejected'] as const;
+export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
 
 export interface DocumentRow {
   id: string;
@@ -210,8 +215,8 @@ export async function insertDocument(
 /** Merchants with documents waiting for an upload, or with an upload whose answer is owed. */
 export async function merchantsToSubmit(db: Queryable): Promise<string[]> {
   const rows = await db<{ merchant_id: string }[]>`
-    SELECT DISTINCT merchant_id FROM dte_documents WHERE status = 'pending'
-    UNION SELECT DISTINCT merchant_id FROM dte_submissions WHERE status = 'uploading'`;
+    SELECT merchant_id FROM dte_documents WHERE status = 'pending'
+    UNION SELECT merchant_id FROM dte_submissions WHERE status = 'uploading'`;
   return rows.map((r) => r.merchant_id);
 }
 

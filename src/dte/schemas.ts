@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DOCUMENT_STATUSES } from './queries.js';
 
 const folios = z.number().int().min(0);
 
@@ -36,5 +37,5 @@ export const dteStatusInput = z.strictObject({ merchant_id: z.uuid() });
 
 export const dteDocumentsInput = z.strictObject({
   merchant_id: z.uuid(),
-  status: z.enum(['pending', 'uploading', 'sent', 'accepted', 'accepted_with_objections', 'rejected']).optional(),
+  status: z.enum(DOCUMENT_STATUSES).optional(),
 });

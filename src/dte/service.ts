@@ -1,5 +1,6 @@
 // Chilean tax documents (decisions §15): setting a merchant up (certificate, CAFs), what it has
 // left, and issuing an invoice's DTE inside the transaction that sends the invoice.
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import type { Queryable, Sql } from '../db/client.js';
@@ -14,7 +15,7 @@ import type { SecretBox } from '../webhooks/secrets.js';
 import { CafError, DTE_TYPES, parseCaf, verifyCaf, type DteType } from './caf.js';
 import { CertificateError, readPkcs12, type SigningIdentity } from './certificate.js';
 import { dteFilename, MAX_DTE_LINES, type Reference } from './document.js';
-import { issueDte, type IssueInput } from './issue.js';
+import { issueDte, soleEnvio, type IssueInput } from './issue.js';
 import { SII_CAF_CERTIFICATES } from './sii-certs.js';
 import { queueSubmission } from './submission.js';
 import * as q from './queries.js';
@@ -62,9 +63,22 @@ interface SealedPkcs12 {
   password: string;
 }
 
+// Reading a PKCS#12 (node-forge: its key derivations and ciphers in JavaScript) takes some 10 ms
+// of CPU, and every send and every submission job signs: each sealed certificate is read once per
+// process. The key is the sealed bytes' hash, so a replaced certificate (sealed anew) is read anew.
+const IDENTITIES_KEPT = 256;
+const identities = new Map<string, SigningIdentity>();
+
+/** The merchant's signing identity from its sealed certificate, read once per process. */
 export function openIdentity(secrets: SecretBox, sealed: Buffer): SigningIdentity {
+  const key = createHash('sha256').update(sealed).digest('base64');
+  const kept = identities.get(key);
+  if (kept) return kept;
   const { pkcs12, password } = JSON.parse(secrets.open(sealed)) as SealedPkcs12;
-  return readPkcs12(Buffer.from(pkcs12, 'base64'), password);
+  const identity = readPkcs12(Buffer.from(pkcs12, 'base64'), password);
+  if (identities.size >= IDENTITIES_KEPT) identities.delete(identities.keys().next().value!);
+  identities.set(key, identity);
+  return identity;
 }
 
 /** Checks that the password opens the PKCS#12, then stores both sealed; a later one replaces it. */
@@ -173,22 +187,22 @@ function foliosByType(rows: { dte_type: DteType; left: number }[]): FoliosLeft {
   return left;
 }
 
-/** Folios left per document type (0 for a type without CAFs). */
-export async function foliosLeft(db: Queryable, merchantId: string): Promise<FoliosLeft> {
-  return foliosByType(await q.foliosLeft(db, merchantId));
-}
-
 /** Folios left per type of every merchant that has loaded CAFs, for the admin console's merchant list. */
 export async function foliosLeftOfAll(db: Queryable): Promise<{ merchant_id: string; folios_left: FoliosLeft }[]> {
-  const rows = await q.foliosLeft(db);
-  const merchants = [...new Set(rows.map((r) => r.merchant_id))];
-  return merchants.map((id) => ({ merchant_id: id, folios_left: foliosByType(rows.filter((r) => r.merchant_id === id)) }));
+  const byMerchant = new Map<string, { dte_type: DteType; left: number }[]>();
+  for (const r of await q.foliosLeft(db)) {
+    const rows = byMerchant.get(r.merchant_id);
+    if (rows) rows.push(r);
+    else byMerchant.set(r.merchant_id, [r]);
+  }
+  return [...byMerchant].map(([id, rows]) => ({ merchant_id: id, folios_left: foliosByType(rows) }));
 }
 
 /** What GET /me says: whether the merchant issues DTEs, and its folios left per type. */
 export async function dteSummary(db: Queryable, merchantId: string): Promise<{ enabled: boolean; folios_left: FoliosLeft }> {
-  const [merchant, setup, left] = await Promise.all([getMerchant(db, merchantId), q.signingSetup(db, merchantId), foliosLeft(db, merchantId)]);
-  return { enabled: merchant !== null && isDteReady(merchant) && setup !== null, folios_left: left };
+  // Not signingSetup: it reads the sealed certificate, and this needs only to know there is one.
+  const [merchant, certificate, rows] = await Promise.all([getMerchant(db, merchantId), q.certificateInfo(db, merchantId), q.foliosLeft(db, merchantId)]);
+  return { enabled: merchant !== null && isDteReady(merchant) && certificate !== null && rows.length > 0, folios_left: foliosByType(rows) };
 }
 
 /** A merchant's DTE setup: whether it issues DTEs, what it lacks, its certificate and CAFs. */
@@ -302,7 +316,7 @@ export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId
     folio: taken.folio,
     caf_id: taken.caf_id,
     ted: issued.ted,
-    envio_xml: issued.envio,
+    envio_xml: soleEnvio({ ...base, type }, issued),
     resolucion_numero: base.issuer.resolucionNumero,
     resolucion_fecha: base.issuer.resolucionFecha,
     created_at: base.now,

@@ -4,8 +4,8 @@
 // by track id) and QueryEstDte (the state of one document by its data).
 import { DOMParser, type Element } from '@xmldom/xmldom';
 import { create } from 'xmlbuilder2';
-import { SignedXml } from 'xml-crypto';
 import type { SigningIdentity } from './certificate.js';
+import { signDocument } from './sign.js';
 
 export const SII_HOSTS = { certificacion: 'https://maullin.sii.cl', produccion: 'https://palena.sii.cl' } as const;
 
@@ -93,24 +93,8 @@ function estado(answer: Element, op: string): string {
 }
 
 /** The seed signed as SII's authentication asks: getToken/item/Semilla, enveloped signature over the whole (URI ""). */
-export function signedSeed(seed: string, identity: SigningIdentity): string {
-  const xml = create({ getToken: { item: { Semilla: seed } } }).end({ headless: true });
-  const sig = new SignedXml({
-    privateKey: identity.privateKeyPem,
-    signatureAlgorithm: 'http://www.w3.org/2000/09/xmldsig#rsa-sha1',
-    canonicalizationAlgorithm: 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315',
-    getKeyInfoContent: () =>
-      `<KeyValue><RSAKeyValue><Modulus>${identity.modulus}</Modulus><Exponent>${identity.exponent}</Exponent></RSAKeyValue></KeyValue>` +
-      `<X509Data><X509Certificate>${identity.certificateBase64}</X509Certificate></X509Data>`,
-  });
-  sig.addReference({
-    xpath: '/*',
-    isEmptyUri: true,
-    transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature'],
-    digestAlgorithm: 'http://www.w3.org/2000/09/xmldsig#sha1',
-  });
-  sig.computeSignature(xml, { location: { reference: '/*', action: 'append' } });
-  return sig.getSignedXml();
+function signedSeed(seed: string, identity: SigningIdentity): string {
+  return signDocument(create({ getToken: { item: { Semilla: seed } } }).end({ headless: true }), identity);
 }
 
 /** A token: a seed from CrSeed, signed, exchanged at GetTokenFromSeed. */

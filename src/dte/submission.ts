@@ -120,7 +120,13 @@ export async function submitMerchant(deps: SubmissionDeps, merchantId: string): 
 }
 
 /** The intent: the waiting documents in a new signed envelope, committed before any call. */
-async function claim(deps: SubmissionDeps, s: Sender): Promise<{ id: string; envio: Buffer } | null> {
+interface Claimed {
+  id: string;
+  envio: Buffer;
+  documentIds: string[];
+}
+
+async function claim(deps: SubmissionDeps, s: Sender): Promise<Claimed | null> {
   return deps.sql.begin(async (tx) => {
     const docs = await q.lockPendingDocuments(tx, s.merchantId, DOCUMENTS_PER_ENVELOPE);
     if (docs.length === 0) return null;
@@ -138,13 +144,14 @@ async function claim(deps: SubmissionDeps, s: Sender): Promise<{ id: string; env
       s.identity,
     );
     const id = newId();
-    await q.insertSubmission(tx, { id, merchant_id: s.merchantId, envio_xml: envio, document_ids: docs.map((d) => d.id), now, leased_until: new Date(now.getTime() + LEASE_MS) });
-    for (const d of docs) await q.mirrorOnInvoice(tx, d.id, now);
-    return { id, envio };
+    const documentIds = docs.map((d) => d.id);
+    await q.insertSubmission(tx, { id, merchant_id: s.merchantId, envio_xml: envio, document_ids: documentIds, now, leased_until: new Date(now.getTime() + LEASE_MS) });
+    for (const d of documentIds) await q.mirrorOnInvoice(tx, d, now);
+    return { id, envio, documentIds };
   });
 }
 
-async function upload(deps: SubmissionDeps, s: Sender, claimed: { id: string; envio: Buffer }): Promise<void> {
+async function upload(deps: SubmissionDeps, s: Sender, claimed: Claimed): Promise<void> {
   const send = (t: string) => uploadEnvio(s.base, t, { sender: s.identity.subjectRut, company: s.rut, envio: claimed.envio, filename: `EnvioDTE-${claimed.id}.xml` });
   let trackId: string;
   try {
@@ -172,7 +179,8 @@ async function upload(deps: SubmissionDeps, s: Sender, claimed: { id: string; en
   await deps.sql.begin(async (tx) => {
     const now = clock.now();
     if (!(await q.markSubmissionSent(tx, claimed.id, trackId, now))) return;
-    for (const d of await q.submissionDocuments(tx, claimed.id)) await q.mirrorOnInvoice(tx, d.id, now);
+    // Still the claimed ones: only settling a lost upload takes documents off it, and closes it as it does.
+    for (const d of claimed.documentIds) await q.mirrorOnInvoice(tx, d, now);
     await queuePoll(tx, deps.boss, claimed.id, 0);
   });
 }

@@ -11,7 +11,7 @@ import { receiptData } from '../invoices/receipt.js';
 import { getMerchant } from '../merchants/queries.js';
 import { chargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
-import { storeInvoicePdf } from '../pdf/store.js';
+import { issuedInvoicePdf } from '../pdf/store.js';
 import { findInvoiceDte } from '../dte/queries.js';
 import { dteFilename } from '../dte/document.js';
 
@@ -65,7 +65,14 @@ async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Prom
 export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
   if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
   if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
-  const [invoice, merchant] = await Promise.all([getInvoice(deps.sql, email.merchant_id, email.invoice_id), chargingMerchant(deps.sql, email.merchant_id)]);
+  // Each row read once: the message and its attachments (the PDF, when not stored yet, is
+  // rendered from these same rows).
+  const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
+  const [invoice, merchant, dte] = await Promise.all([
+    getInvoice(deps.sql, email.merchant_id, email.invoice_id),
+    chargingMerchant(deps.sql, email.merchant_id),
+    attachesPdf ? findInvoiceDte(deps.sql, email.invoice_id) : null,
+  ]);
   if (!invoice || !merchant) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
   const locale = email.locale;
   const vars = {
@@ -93,14 +100,13 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     issuer: legalProfile(merchant),
   });
   const attachments: Mail.Attachment[] = [];
-  if (email.kind === 'invoice' || email.kind === 'reminder') {
-    const pdf = await storeInvoicePdf(deps.sql, invoice.id, deps.urls.publicBase);
+  if (attachesPdf) {
+    const pdf = await issuedInvoicePdf(deps.sql, { invoice, merchant, dte }, deps.urls.publicBase);
     if (!pdf) throw new Error(`e-mail ${email.id}: invoice ${invoice.id} has no PDF`);
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
   }
   // Decisions §15: the invoice e-mail carries the tax document beside its printed representation.
-  const dte = email.kind === 'invoice' ? await findInvoiceDte(deps.sql, invoice.id) : null;
-  if (dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
+  if (email.kind === 'invoice' && dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
   return {
     from: deps.config.EMAIL_FROM,
     replyTo: { name: merchant.name, address: merchant.email },

@@ -10,7 +10,7 @@ import { parseOrThrow, unstorableJson } from './validation.js';
 import { hasScope } from './scopes.js';
 import { toAppError, envelope } from './envelope.js';
 import type { RouteDef, RouteResult } from './route.js';
-import { responseJsonSchema } from './response-schema.js';
+import { responseSerializer } from './response-schema.js';
 
 import { API_PREFIX as API_BASE } from './urls.js';
 
@@ -86,10 +86,10 @@ async function authenticate(ctx: AppContext, limiter: RateLimiter, concurrency: 
   request.auth = { ...apiKey, rateLimitWindow: { limit: state.limit, remaining: state.remaining, reset: state.reset } };
 }
 
-/** The answer as its route's response schema writes it (responseJsonSchema); other statuses as JSON. */
-function serialize(reply: FastifyReply, result: RouteResult): string {
+/** The answer as its route's response schema writes it (responseSerializer). */
+function serialize(def: RouteDef, result: RouteResult): string {
   if (result.status === 204) return '';
-  return reply.code(result.status).serialize(result.body) as string;
+  return def.response.schema ? responseSerializer(def.response.schema)(result.body) : JSON.stringify(result.body);
 }
 
 function send(reply: FastifyReply, status: number, body: string, headers?: Record<string, string>): FastifyReply {
@@ -140,7 +140,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     if (Buffer.isBuffer(result.body)) {
       return reply.code(result.status).headers(result.headers ?? {}).send(result.body);
     }
-    return send(reply, result.status, serialize(reply, result), result.headers);
+    return send(reply, result.status, serialize(def, result), result.headers);
   }
 
   const idemHeader = request.headers['idempotency-key'];
@@ -148,7 +148,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   if (idemKey === undefined) {
     const prepared = await def.prepare?.(input);
     const result = await pipelinedTransaction(ctx.sql, (tx) => def.handler({ ...input, db: tx, prepared }));
-    return send(reply, result.status, serialize(reply, result), result.headers);
+    return send(reply, result.status, serialize(def, result), result.headers);
   }
 
   if (idemKey.length < 1 || idemKey.length > 255) {
@@ -171,7 +171,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
       const found = await lookupKey(tx, merchantId, route, idemKey, hash);
       if (found.kind !== 'new') return { found };
       const result = await def.handler({ ...input, db: tx, prepared });
-      const serialized = serialize(reply, result);
+      const serialized = serialize(def, result);
       tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
       return { result, serialized };
     });
@@ -225,7 +225,6 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
       method: def.method,
       url: API_BASE + def.path,
       config: { routeDef: def },
-      ...(def.response.schema ? { schema: { response: { [def.response.status]: responseJsonSchema(def.response.schema) } } } : {}),
       handler: (request, reply) => runRoute(ctx, def, request, reply),
     });
   }

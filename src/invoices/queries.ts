@@ -206,8 +206,11 @@ export async function insertInvoice(
   return rows[0] ?? null;
 }
 
-// Items come back in the same statement, as text so no amount passes through a float.
-const itemsJson = (db: Queryable) => db`
+/**
+ * The items of invoice `i`, as a column of the same statement (a SELECT's or an UPDATE's
+ * RETURNING), in order and as text so no amount passes through a float.
+ */
+export const itemsJson = (db: Queryable) => db`
   coalesce((SELECT json_agg(json_build_object(
       'id', it.id, 'product_id', it.product_id, 'description', it.description,
       'quantity', it.quantity::text, 'unit_price', it.unit_price::text, 'line_total', it.line_total::text)

@@ -86,7 +86,7 @@ export const invoiceItemResource = z.object({
 });
 
 /** Decisions §15: the credit note (type 61) that cancelled the invoice's DTE, or null. */
-export const creditNote = z
+const creditNote = z
   .object({
     type: z.literal(61),
     folio: z.number().int(),

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/client.js';
-import type { InvoiceRow, TokenInvoice } from './queries.js';
+import { itemsJson, type InvoiceRow, type InvoiceWithItems } from './queries.js';
 import type { InvoiceStatus } from './schemas.js';
 
 // Every transition of an invoice is guarded in its statement: zero rows means "explain the 409",
-// not a race.
+// not a race. A transition that announces its invoice as it leaves the statement returns it with
+// its items (as getInvoice reads it), so its event needs no second read.
 
 export const OPEN_STATUSES = ['sent', 'viewed', 'overdue'] as const;
 
@@ -43,28 +44,28 @@ export async function invoiceStatus(db: Queryable, merchantId: string, id: strin
  * views exactly one matches (the others wait for its row lock, then find `viewed`). Null when the
  * invoice is not in `sent`.
  */
-export async function markViewed(db: Queryable, token: string, now: Date): Promise<TokenInvoice | null> {
-  const rows = await db<TokenInvoice[]>`
-    UPDATE invoices SET status = 'viewed', last_viewed_at = ${now}, updated_at = ${now}
+export async function markViewed(db: Queryable, token: string, now: Date): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    UPDATE invoices i SET status = 'viewed', last_viewed_at = ${now}, updated_at = ${now}
      WHERE public_token = ${token} AND status = 'sent'
-    RETURNING id, merchant_id, status, locale`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
   return rows[0] ?? null;
 }
 
 /** Any later view: only `last_viewed_at` moves (updated_at follows changes of state, not views). */
-export async function touchViewed(db: Queryable, token: string, now: Date): Promise<TokenInvoice | null> {
-  const rows = await db<TokenInvoice[]>`
-    UPDATE invoices SET last_viewed_at = ${now}
+export async function touchViewed(db: Queryable, token: string, now: Date): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    UPDATE invoices i SET last_viewed_at = ${now}
      WHERE public_token = ${token} AND status <> 'draft'
-    RETURNING id, merchant_id, status, locale`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
   return rows[0] ?? null;
 }
 
-export async function incrementReminders(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceRow | null> {
-  const rows = await db<InvoiceRow[]>`
-    UPDATE invoices SET reminders_sent = reminders_sent + 1, updated_at = ${now}
+export async function incrementReminders(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    UPDATE invoices i SET reminders_sent = reminders_sent + 1, updated_at = ${now}
      WHERE merchant_id = ${merchantId} AND id = ${id} AND status IN ('sent', 'viewed', 'overdue')
-    RETURNING *`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
   return rows[0] ?? null;
 }
 
@@ -97,14 +98,14 @@ export async function markPaid(
   merchantId: string,
   id: string,
   p: { amount: string | null; provider: string; transactionId: string; now: Date },
-): Promise<InvoiceRow | null> {
-  const rows = await db<InvoiceRow[]>`
-    UPDATE invoices
+): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    UPDATE invoices i
        SET status = 'paid', paid_at = ${p.now}, amount_paid = total, payment_provider = ${p.provider},
            payment_transaction_id = ${p.transactionId}, updated_at = ${p.now}
      WHERE merchant_id = ${merchantId} AND id = ${id} AND status IN ('sent', 'viewed', 'overdue')
        AND (${p.amount}::numeric IS NULL OR total = ${p.amount}::numeric)
-    RETURNING *`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
   return rows[0] ?? null;
 }
 
@@ -137,11 +138,11 @@ export async function lockInvoice(db: Queryable, merchantId: string, id: string)
  * The invoice a checkout session owns (source `checkout`) is cancelled when the session expires;
  * any other invoice, or one the merchant closed already, stays as it is. Null then.
  */
-export async function markCheckoutExpired(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceRow | null> {
-  const rows = await db<InvoiceRow[]>`
-    UPDATE invoices SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = 'checkout_expired', updated_at = ${now}
+export async function markCheckoutExpired(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceWithItems | null> {
+  const rows = await db<InvoiceWithItems[]>`
+    UPDATE invoices i SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = 'checkout_expired', updated_at = ${now}
      WHERE merchant_id = ${merchantId} AND id = ${id} AND source = 'checkout' AND status IN ('sent', 'viewed', 'overdue')
-    RETURNING *`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
   return rows[0] ?? null;
 }
 
@@ -157,8 +158,8 @@ export async function markCancelled(db: Queryable, merchantId: string, id: strin
  * sent, viewed → overdue once the merchant's calendar date is past the due date; a batch at a
  * time so one sweep never holds many row locks. The UTC-date bound lets the due-date index work.
  */
-export async function markOverdueBatch(db: Queryable, now: Date, limit: number): Promise<{ id: string; merchant_id: string }[]> {
-  return db<{ id: string; merchant_id: string }[]>`
+export async function markOverdueBatch(db: Queryable, now: Date, limit: number): Promise<InvoiceWithItems[]> {
+  return db<InvoiceWithItems[]>`
     UPDATE invoices i SET status = 'overdue', updated_at = ${now}
       FROM (
         SELECT i2.id FROM invoices i2 JOIN merchants m ON m.id = i2.merchant_id
@@ -170,7 +171,7 @@ export async function markOverdueBatch(db: Queryable, now: Date, limit: number):
          FOR UPDATE OF i2 SKIP LOCKED
       ) due
      WHERE i.id = due.id AND i.status IN ('sent', 'viewed')
-    RETURNING i.id, i.merchant_id`;
+    RETURNING i.*, ${itemsJson(db)} AS items`;
 }
 
 /**

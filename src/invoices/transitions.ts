@@ -12,7 +12,7 @@ import { insertPayment, type NewPayment } from '../payments/queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { isCurrency, precision, Decimal } from '../money.js';
-import { getInvoice as readInvoice, type InvoiceRow, type InvoiceWithItems } from './queries.js';
+import type { InvoiceRow, InvoiceWithItems } from './queries.js';
 import { getInvoice, invoiceNotFound } from './read.js';
 import { receiptEmail } from './receipt.js';
 import { invoiceResource, reminderResource, type Urls } from './resource.js';
@@ -39,7 +39,7 @@ export interface InvoiceDeps {
 }
 
 /** The 409 that explains why a guarded transition matched no row (decisions §4's table). */
-export async function explainRejection(db: Queryable, merchantId: string, id: string, op: 'send' | 'mark-paid' | 'remind' | 'cancel'): Promise<AppError> {
+async function explainRejection(db: Queryable, merchantId: string, id: string, op: 'send' | 'mark-paid' | 'remind' | 'cancel'): Promise<AppError> {
   const status: InvoiceStatus | null = await q.invoiceStatus(db, merchantId, id);
   if (!status) return invoiceNotFound(id);
   if (status === 'paid') return new AppError('invoice_already_paid', 'The invoice is already paid.', { details: { status } });
@@ -82,16 +82,13 @@ async function queueInvoiceEmail(db: Queryable, boss: PgBoss, row: InvoiceRow): 
 export async function viewInvoice(db: Queryable, token: string, deps: Pick<InvoiceDeps, 'urls' | 'boss'>): Promise<InvoiceWithItems | null> {
   const now = clock.now();
   const firstView = await q.markViewed(db, token, now);
-  const target = firstView ?? (await q.touchViewed(db, token, now));
-  if (!target) return null;
-  const invoice = await readInvoice(db, target.merchant_id, target.id);
-  if (invoice && firstView) await emitEvent(db, deps.boss, target.merchant_id, 'invoice.viewed', { object: invoiceResource(invoice, deps.urls) });
-  return invoice;
+  if (firstView) await emitEvent(db, deps.boss, firstView.merchant_id, 'invoice.viewed', { object: invoiceResource(firstView, deps.urls) });
+  return firstView ?? (await q.touchViewed(db, token, now));
 }
 
 // Decisions §4: automated reminders 3 days before the due date, on it, and 7 days after, at 09:00.
-export const AUTOMATED_REMINDER_OFFSETS = [-3, 0, 7] as const;
-export const AUTOMATED_REMINDER_HOUR = '09:00';
+const AUTOMATED_REMINDER_OFFSETS = [-3, 0, 7] as const;
+const AUTOMATED_REMINDER_HOUR = '09:00';
 
 /**
  * A reminder (manual or one point of the automated schedule): counted on the invoice, recorded,
@@ -129,10 +126,7 @@ async function recordReminder(
     data: { reminder_number: reminder.reminder_number, custom_message: opts.customMessage },
   });
   const resource = reminderResource(reminder);
-  await emitEvent(db, deps.boss, merchantId, 'invoice.reminder_sent', {
-    object: await getInvoice(db, merchantId, id, deps.urls),
-    reminder: resource,
-  });
+  await emitEvent(db, deps.boss, merchantId, 'invoice.reminder_sent', { object: invoiceResource(row, deps.urls), reminder: resource });
   return resource;
 }
 
@@ -140,11 +134,6 @@ export async function remindInvoice(db: Queryable, merchantId: string, id: strin
   const r = await recordReminder(db, merchantId, id, { customMessage, scheduleOffset: null }, deps);
   if (!r) throw new AppError('internal_error', 'Manual reminder could not be recorded.');
   return r;
-}
-
-/** One point of the automated schedule; null when it was sent already (by a concurrent sweep). */
-export async function sendAutomatedReminder(db: Queryable, merchantId: string, id: string, scheduleOffset: number, deps: InvoiceDeps) {
-  return recordReminder(db, merchantId, id, { customMessage: null, scheduleOffset }, deps);
 }
 
 /**
@@ -162,7 +151,7 @@ async function becomePaid(
   const row = await q.markPaid(db, merchantId, id, { amount: paid.amount, provider: paid.provider, transactionId: paid.transactionId, now: paid.now });
   if (!row) return null;
   await queueEmail(db, deps.boss, receiptEmail(row, paid.paymentId, paid.now));
-  await emitEvent(db, deps.boss, merchantId, 'invoice.paid', { object: await getInvoice(db, merchantId, id, deps.urls) });
+  await emitEvent(db, deps.boss, merchantId, 'invoice.paid', { object: invoiceResource(row, deps.urls) });
   return row;
 }
 
@@ -285,7 +274,7 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
  */
 export async function expireCheckoutInvoice(db: Queryable, merchantId: string, id: string, now: Date, deps: InvoiceDeps): Promise<void> {
   const cancelled = await q.markCheckoutExpired(db, merchantId, id, now);
-  if (cancelled) await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
+  if (cancelled) await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: invoiceResource(cancelled, deps.urls) });
 }
 
 // Batches keep each sweep transaction short; the loop runs until nothing is left.
@@ -297,9 +286,7 @@ export async function markOverdue(sql: Sql, now: Date, deps: InvoiceDeps): Promi
   for (;;) {
     const batch = await sql.begin(async (tx) => {
       const rows = await q.markOverdueBatch(tx, now, SWEEP_BATCH);
-      for (const r of rows) {
-        await emitEvent(tx, deps.boss, r.merchant_id, 'invoice.overdue', { object: await getInvoice(tx, r.merchant_id, r.id, deps.urls) });
-      }
+      for (const r of rows) await emitEvent(tx, deps.boss, r.merchant_id, 'invoice.overdue', { object: invoiceResource(r, deps.urls) });
       return rows.length;
     });
     moved += batch;
@@ -315,7 +302,7 @@ export async function sendDueReminders(sql: Sql, now: Date, deps: InvoiceDeps): 
     for (const d of due) {
       const done = await sql
         .begin(async (tx) => {
-          const r = await sendAutomatedReminder(tx, d.merchant_id, d.id, d.schedule_offset, deps);
+          const r = await recordReminder(tx, d.merchant_id, d.id, { customMessage: null, scheduleOffset: d.schedule_offset }, deps);
           // Sent meanwhile by another run: undo this run's count.
           if (!r) throw new ReminderAlreadySent();
           return true;

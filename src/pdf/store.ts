@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
-import { getInvoice } from '../invoices/queries.js';
-import { chargingMerchant } from '../checkout/credentials.js';
+import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
+import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
 import { findInvoiceDte, type InvoiceDte } from '../dte/queries.js';
 import { renderInvoicePdf, type PrintedDte } from './render.js';
@@ -41,32 +41,54 @@ function printedDte(d: InvoiceDte): PrintedDte {
  */
 export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
   const stored = await q.storedPdfFor(db, merchantId, invoiceId);
-  if (stored) return { content: stored.content, sha256: stored.sha256, draft: false, filename: pdfFilename(stored.invoice) };
+  if (stored) return storedPdf(stored);
   const invoice = await getInvoice(db, merchantId, invoiceId);
   if (!invoice) return null;
   const merchant = await chargingMerchant(db, merchantId);
   if (!merchant) return null;
-  const filename = pdfFilename(invoice);
-  const draft = invoice.status === 'draft';
+  if (invoice.status !== 'draft') return renderAndStore(db, { invoice, merchant, dte: await findInvoiceDte(db, invoiceId) }, publicBase);
   const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
-  if (draft) {
-    const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () => renderInvoicePdf(invoice, merchant, { draft, publicUrl, canCharge: merchant.can_charge }));
-    return { content, sha256: sha256(content), draft, filename };
-  }
-  const dte = await findInvoiceDte(db, invoiceId);
-  const content = await renderInvoicePdf(invoice, merchant, { draft, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
+  const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () =>
+    renderInvoicePdf(invoice, merchant, { draft: true, publicUrl, canCharge: merchant.can_charge }),
+  );
+  return { content, sha256: sha256(content), draft: true, filename: pdfFilename(invoice) };
+}
 
-  await q.insertPdfIfAbsent(db, invoiceId, content, sha256(content), clock.now());
+const storedPdf = (stored: q.StoredPdf): InvoicePdf => ({ content: stored.content, sha256: stored.sha256, draft: false, filename: pdfFilename(stored.invoice) });
+
+/** What an issued invoice's PDF is rendered from. */
+export interface PdfSources {
+  invoice: InvoiceWithItems;
+  merchant: ChargingMerchant;
+  dte: InvoiceDte | null;
+}
+
+async function renderAndStore(db: Queryable, { invoice, merchant, dte }: PdfSources, publicBase: string): Promise<InvoicePdf> {
+  const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
+  const content = await renderInvoicePdf(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
+  await q.insertPdfIfAbsent(db, invoice.id, content, sha256(content), clock.now());
   // Read back: when another caller stored first, theirs is the document.
-  const kept = await q.storedPdfFor(db, merchantId, invoiceId);
-  if (!kept) throw new Error(`invoice_pdfs row of ${invoiceId} vanished after insert`);
-  return { content: kept.content, sha256: kept.sha256, draft: false, filename };
+  const kept = await q.storedPdfFor(db, invoice.merchant_id, invoice.id);
+  if (!kept) throw new Error(`invoice_pdfs row of ${invoice.id} vanished after insert`);
+  return storedPdf(kept);
 }
 
 /**
- * For a job handed only the invoice id (the invoice e-mail): renders and stores the issued
- * invoice's PDF unless it already is, and returns the stored document. Null for an unknown id
- * or a draft (a draft's PDF is never stored).
+ * invoicePdf for a caller that has read the invoice, its merchant and its DTE already (the e-mail
+ * job): the stored document, rendered from those rows and stored first when it is not yet. Null
+ * for a draft (a draft's PDF is never stored).
+ */
+export async function issuedInvoicePdf(db: Queryable, sources: PdfSources, publicBase: string): Promise<InvoicePdf | null> {
+  const { invoice } = sources;
+  if (invoice.status === 'draft') return null;
+  const stored = await q.storedPdfFor(db, invoice.merchant_id, invoice.id);
+  return stored ? storedPdf(stored) : renderAndStore(db, sources, publicBase);
+}
+
+/**
+ * For a caller handed only the invoice id: renders and stores the issued invoice's PDF unless it
+ * already is, and returns the stored document. Null for an unknown id or a draft (a draft's PDF
+ * is never stored). The e-mail job, which has the rows already, calls issuedInvoicePdf instead.
  */
 export async function storeInvoicePdf(db: Queryable, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
   const merchantId = await q.invoiceMerchantId(db, invoiceId);

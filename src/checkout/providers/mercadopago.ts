@@ -23,11 +23,13 @@ function client(credentials: Credentials): MercadoPagoConfig {
   return new MercadoPagoConfig({ accessToken: credentials.access_token!, options: { timeout: TIMEOUT_MS, maxRetries: 0 } });
 }
 
-/** Mercado Pago's refusal of the access token; anything else (5xx, timeout, no answer) is unavailability. */
-function refusal(err: unknown): unknown {
-  const status = (err as { status?: unknown } | null)?.status;
-  if (status === 401 || status === 403) return new ProviderError('merchant_misconfigured', 'Mercado Pago refused the access token.');
-  return err;
+/** The SDK's call, with Mercado Pago's refusal of the access token told apart; anything else (5xx, timeout, no answer) is unavailability. */
+async function asked<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    const status = (err as { status?: unknown } | null)?.status;
+    if (status === 401 || status === 403) throw new ProviderError('merchant_misconfigured', 'Mercado Pago refused the access token.');
+    throw err;
+  });
 }
 
 /** `ts=…,v1=…` as a map; a malformed header yields what it has. */
@@ -55,8 +57,8 @@ export function mercadoPagoProvider(): PaymentProvider {
     simulatesDecline: false,
     credentialFields: ['access_token', 'webhook_secret'],
     async createSession(req) {
-      const preference = await new Preference(client(req.credentials))
-        .create({
+      const preference = await asked(
+        new Preference(client(req.credentials)).create({
           body: {
             items: [
               {
@@ -75,10 +77,8 @@ export function mercadoPagoProvider(): PaymentProvider {
             expires: true,
             expiration_date_to: req.expiresAt.toISOString(),
           },
-        })
-        .catch((err: unknown) => {
-          throw refusal(err);
-        });
+        }),
+      );
       if (!preference.id || !preference.init_point) throw new Error('Mercado Pago answered a preference without id or init_point');
       // A GET form replaces its action's query with its fields, so the query travels as fields.
       const url = new URL(preference.init_point);
@@ -105,11 +105,7 @@ export function mercadoPagoProvider(): PaymentProvider {
     },
     async paymentStatus(session, credentials) {
       // Every attempt's preference carries our checkout id, so one search covers them all.
-      const found = await new Payment(client(credentials))
-        .search({ options: { external_reference: session.checkoutId, status: 'approved' } })
-        .catch((err: unknown) => {
-          throw refusal(err);
-        });
+      const found = await asked(new Payment(client(credentials)).search({ options: { external_reference: session.checkoutId, status: 'approved' } }));
       // Another charge under our reference (another amount or currency) is not this checkout's.
       const paid = (found.results ?? []).find(
         (p) => p.status === 'approved' && p.currency_id === session.currency && new Decimal(p.transaction_amount ?? 0).eq(session.amount),
@@ -117,9 +113,7 @@ export function mercadoPagoProvider(): PaymentProvider {
       return paid?.id ? { status: 'succeeded', transactionId: String(paid.id), method: paid.payment_type_id ?? 'card' } : null;
     },
     async lookupPayment(paymentId, credentials) {
-      const p = await new Payment(client(credentials)).get({ id: paymentId }).catch((err: unknown) => {
-        throw refusal(err);
-      });
+      const p = await asked(new Payment(client(credentials)).get({ id: paymentId }));
       const status = p.status ? STATUS[p.status] : undefined;
       const method = p.payment_type_id ?? 'card';
       return {

@@ -31,14 +31,19 @@ function httpStatus(err: unknown): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** What Webpay's refusals mean to the API; anything else (5xx, timeout, no answer) is unavailability. */
-function refusal(err: unknown, expiredOn: readonly number[]): unknown {
-  const status = httpStatus(err);
-  if (status === 401 || status === 403) return new ProviderError('merchant_misconfigured', 'Webpay refused the commerce code or API key.');
-  if (status !== null && expiredOn.includes(status)) {
-    return new ProviderError('provider_session_expired', 'The Webpay transaction ended before it was paid.');
-  }
-  return err;
+/**
+ * The SDK's call, with what Webpay's refusals mean to the API told apart (`expiredOn`: the statuses
+ * that say the transaction ended there); anything else (5xx, timeout, no answer) is unavailability.
+ */
+async function asked<T>(call: Promise<T>, expiredOn: readonly number[] = []): Promise<T> {
+  return call.catch((err: unknown) => {
+    const status = httpStatus(err);
+    if (status === 401 || status === 403) throw new ProviderError('merchant_misconfigured', 'Webpay refused the commerce code or API key.');
+    if (status !== null && expiredOn.includes(status)) {
+      throw new ProviderError('provider_session_expired', 'The Webpay transaction ended before it was paid.');
+    }
+    throw err;
+  });
 }
 
 interface WebpayAnswer {
@@ -76,31 +81,25 @@ export function webpayProvider(baseUrl: string = Environment.Production): Paymen
         throw new ProviderError('merchant_misconfigured', 'Webpay Plus takes whole amounts in CLP only.');
       }
       const order = buyOrder(req.checkoutId, req.attempt);
-      const created = (await transaction(req.credentials)
-        .create(order, req.checkoutId, Number(req.amount), req.returnUrl)
-        .catch((err: unknown) => {
-          throw refusal(err, []);
-        })) as { token?: string; url?: string };
+      const created = (await asked(transaction(req.credentials).create(order, req.checkoutId, Number(req.amount), req.returnUrl))) as {
+        token?: string;
+        url?: string;
+      };
       if (!created.token || !created.url) throw new Error('Webpay answered a create without token or url');
       return { sessionId: created.token, reference: order, redirect: { url: created.url, method: 'post', fields: { token_ws: created.token } } };
     },
     async confirmPayment(req) {
       // Webpay answers 422 to a commit of a transaction that timed out, was aborted, or is too old.
-      const answer = (await transaction(req.credentials ?? {})
-        .commit(req.sessionId)
-        .catch((err: unknown) => {
-          throw refusal(err, [404, 422]);
-        })) as WebpayAnswer;
+      const answer = (await asked(transaction(req.credentials ?? {}).commit(req.sessionId), [404, 422])) as WebpayAnswer;
       return outcome(req.sessionId, answer);
     },
     async paymentStatus({ sessionId: token }, credentials) {
-      const answer = (await transaction(credentials)
-        .status(token)
-        .catch((err: unknown) => {
+      const answer = (await asked(
+        transaction(credentials)
+          .status(token)
           // 422: too old for Webpay to tell (over 7 days), or never created there: nothing to apply.
-          if (httpStatus(err) === 422 || httpStatus(err) === 404) return null;
-          throw refusal(err, []);
-        })) as WebpayAnswer | null;
+          .catch((err: unknown) => (httpStatus(err) === 422 || httpStatus(err) === 404 ? null : Promise.reject(err))),
+      )) as WebpayAnswer | null;
       // INITIALIZED: never committed, so never charged (Webpay reverses what is not committed).
       return answer?.status === 'AUTHORIZED' ? outcome(token, answer) : null;
     },
