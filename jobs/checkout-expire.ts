@@ -10,7 +10,8 @@ const payload = z.object({ checkout_id: z.uuid().optional() });
 /** Expires one session at its deadline, or every overdue pending one (the sweep); returns how many. */
 export async function expireCheckouts(deps: WorkerDeps, data: unknown): Promise<number> {
   const { checkout_id } = payload.parse(data ?? {});
-  // The credentials' key: a gateway that can say how a session's payment stands is asked first.
+  // The secret box opens a gateway's credentials (one that can say how a session's payment stands
+  // is asked first) and the merchant's DTE keys (an expired invoice's DTE gets its credit note).
   const d = { urls: invoiceUrls(deps.config), boss: deps.boss, secrets: deps.secrets };
   const now = clock.now();
   if (checkout_id) return (await expireOnSchedule(deps.sql, checkout_id, now, d)) ? 1 : 0;

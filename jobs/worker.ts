@@ -3,7 +3,7 @@ import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase } from '../src/db/open.js';
 import type { Sql } from '../src/db/client.js';
-import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues } from '../src/queue/boss.js';
+import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues, wakeIdleLoop } from '../src/queue/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/shutdown.js';
 import { deliverEmail } from './email-send.js';
@@ -43,7 +43,9 @@ export interface Worker {
 // own snapshot sees them), and with 48 fetch loops one endpoint held twice its share.
 export const EFFECTS = {
   email: { localConcurrency: 16, perGroup: 8, batchSize: 1 },
-  fanout: { localConcurrency: 8, perGroup: 4, batchSize: 4 },
+  // A fan-out batch is one transaction. pg-boss counts a group's cap in jobs and keeps it within
+  // localConcurrency: a merchant's burst fills one loop's batch, and the other loops serve the rest.
+  fanout: { localConcurrency: 8, perGroup: 8, batchSize: 8 },
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
   // One submission of a merchant at a time per worker: its documents go up together.
   dte: { localConcurrency: 4, perGroup: 1, batchSize: 1 },
@@ -77,17 +79,20 @@ function keepFetching(boss: PgBoss, queue: string): void {
   for (const w of boss.getWipData()) if (w.name === queue && w.count > 0) boss.notifyWorker(w.id);
 }
 
+type Shape = { localConcurrency: number; perGroup: number; batchSize: number };
+
 /**
- * Runs a queue's jobs with pg-boss's concurrency and settles each job on its own
- * (perJobResults): one job that throws is retried without its batch neighbours.
+ * Runs a queue's jobs with pg-boss's concurrency; `settle` runs a fetched batch and says how each
+ * job of it went, and each job is settled on its own (perJobResults): one job that throws is
+ * retried without its batch neighbours.
  */
-async function workEach<T extends object>(
+async function workJobs<T extends object>(
   boss: PgBoss,
   log: Log,
   queue: string,
-  shape: { localConcurrency: number; perGroup: number; batchSize: number },
+  shape: Shape,
   pollingSeconds: number,
-  run: (job: JobWithMetadata<T>) => Promise<unknown>,
+  settle: (jobs: JobWithMetadata<T>[]) => Promise<PromiseSettledResult<unknown>[]>,
 ): Promise<void> {
   const options = {
     localConcurrency: shape.localConcurrency,
@@ -101,7 +106,9 @@ async function workEach<T extends object>(
     heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS,
   };
   await boss.work<T, unknown, typeof options>(queue, options, async (jobs: JobWithMetadata<T>[]) => {
-    const settled = await Promise.allSettled(jobs.map((job) => run(job)));
+    // Work found: more may be waiting, for the next idle loop to look.
+    wakeIdleLoop(boss, queue);
+    const settled = await settle(jobs);
     keepFetching(boss, queue);
     return settled.map((r, n) => {
       const job = jobs[n]!;
@@ -109,6 +116,26 @@ async function workEach<T extends object>(
       logJobFailure(log, queue, job, r.reason);
       return { id: job.id, status: 'failed' as const, output: { message: r.reason instanceof Error ? r.reason.message : String(r.reason) } };
     });
+  });
+}
+
+/** Each job of a batch run on its own, concurrently. */
+function workEach<T extends object>(boss: PgBoss, log: Log, queue: string, shape: Shape, pollingSeconds: number, run: (job: JobWithMetadata<T>) => Promise<unknown>) {
+  return workJobs<T>(boss, log, queue, shape, pollingSeconds, (jobs) => Promise.allSettled(jobs.map((job) => run(job))));
+}
+
+/**
+ * A batch run as one unit (one transaction for all its jobs). When it fails, each job is run
+ * alone, so a job that cannot succeed fails by itself and its neighbours go through.
+ */
+function workBatches<T extends object>(boss: PgBoss, log: Log, queue: string, shape: Shape, pollingSeconds: number, run: (data: T[]) => Promise<unknown>) {
+  return workJobs<T>(boss, log, queue, shape, pollingSeconds, async (jobs) => {
+    try {
+      const value = await run(jobs.map((job) => job.data));
+      return jobs.map(() => ({ status: 'fulfilled' as const, value }));
+    } catch {
+      return Promise.allSettled(jobs.map((job) => run([job.data])));
+    }
   });
 }
 
@@ -147,7 +174,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets, log };
 
   await workEach(boss, log, queues.emailSend.name, EFFECTS.email, polling, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
-  await workEach(boss, log, queues.webhookFanout.name, EFFECTS.fanout, polling, (job) => fanOut(deps, job.data));
+  await workBatches(boss, log, queues.webhookFanout.name, EFFECTS.fanout, polling, (data) => fanOut(deps, data));
   await workEach(boss, log, queues.webhookDeliver.name, EFFECTS.webhook, polling, (job) => deliverWebhook(deps, job.data));
   await workScheduled(boss, log, queues.overdueSweep.name, () => sweepOverdue(deps));
   await workScheduled(boss, log, queues.remindersSchedule.name, () => scheduleReminders(deps));

@@ -145,7 +145,7 @@ t.test('a hanging endpoint holds at most its group cap, and another merchant\'s 
   // every one of its webhook fetch loops finds A's attempts waiting at once.
   const fanouts = await h.sql<{ data: { event_id: string } }[]>`SELECT data FROM pgboss.job WHERE name = 'webhook-fanout'`;
   t.equal(fanouts.length, burst, 'one fan-out job per event of A');
-  for (const f of fanouts) await fanOut({ config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, secrets: h.ctx.secrets } as WorkerDeps, f.data);
+  await fanOut({ config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, secrets: h.ctx.secrets } as WorkerDeps, fanouts.map((f) => f.data));
   const [queued] = await h.sql<{ n: number }[]>`
     SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'webhook-deliver' AND state = 'created'`;
   t.equal(queued!.n, burst, `${burst} attempts of A are queued`);

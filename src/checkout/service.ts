@@ -497,8 +497,9 @@ export function ownsInvoice(invoice: Pick<InvoiceRow, 'source'>): boolean {
 
 /**
  * pending → expired once past expires_at, and `checkout.expired` emitted; the invoice the session
- * owns is cancelled (reason `checkout_expired`). False when the session is not due or no longer
- * pending.
+ * owns is cancelled (reason `checkout_expired`), its DTE by a credit note. False when the session
+ * is not due or no longer pending; throws, to roll the caller's transaction back, when that
+ * credit note cannot be issued.
  */
 export async function expireCheckout(db: Queryable, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
   const s = await q.markExpired(db, id, now);
@@ -512,7 +513,8 @@ export async function expireCheckout(db: Queryable, id: string, now: Date, deps:
  * The expiry job of one session. pg-boss starts it by the database's clock; when that ran a
  * little ahead of ours the session is not due yet, and throwing has the job retried shortly. A
  * session held by a payment attempt is left to it the same way: retried, it is completed or
- * expired by then.
+ * expired by then. An expiry that throws (no credit-note folio left for its invoice's DTE) rolls
+ * back whole and is retried the same way; the sweep every 10 minutes tries it again too.
  */
 export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: InvoiceDeps & { secrets?: SecretBox }): Promise<boolean> {
   const due = await q.sessionById(sql, id);
@@ -528,7 +530,11 @@ export async function expireOnSchedule(sql: Sql, id: string, now: Date, deps: In
 // Batches keep each sweep transaction short; the loop runs until nothing is left.
 const SWEEP_BATCH = 200;
 
-/** Every pending session past its deadline, for expiry jobs that were missed. */
+/**
+ * Every pending session past its deadline, for expiry jobs that were missed. One that cannot
+ * expire (its merchant has no credit-note folio left) stays pending, and the sweep still expires
+ * the others before it fails, so that the failure is retried and logged.
+ */
 export async function expireDueCheckouts(sql: Sql, now: Date, deps: InvoiceDeps & { secrets?: SecretBox }): Promise<number> {
   // Sessions whose gateway could not be asked stay pending for the next sweep: expiring them could drop a payment.
   const unresolved: string[] = [];
@@ -537,15 +543,33 @@ export async function expireDueCheckouts(sql: Sql, now: Date, deps: InvoiceDeps 
       await resolveByStatus(sql, s, { ...deps, secrets: deps.secrets }).catch(() => unresolved.push(s.id));
     }
   }
+  const failed: { id: string; err: unknown }[] = [];
   let expired = 0;
   for (;;) {
     const batch = await sql.begin(async (tx) => {
-      const ids = await q.dueSessions(tx, now, SWEEP_BATCH, unresolved);
+      // Failed ones stay due: left out, so that they are not fetched again in this run.
+      const ids = await q.dueSessions(tx, now, SWEEP_BATCH, [...unresolved, ...failed.map((f) => f.id)]);
       let n = 0;
-      for (const id of ids) if (await expireCheckout(tx, id, now, deps)) n++;
+      for (const id of ids) {
+        // A savepoint each: one session's failure rolls back only its own expiry.
+        const done = await tx.savepoint((sp) => expireCheckout(sp, id, now, deps)).catch((err: unknown) => {
+          failed.push({ id, err });
+          return false;
+        });
+        if (done) n++;
+      }
       return { found: ids.length, expired: n };
     });
     expired += batch.expired;
-    if (batch.found < SWEEP_BATCH) return expired;
+    if (batch.found < SWEEP_BATCH) break;
   }
+  if (failed.length > 0) {
+    const { id, err } = failed[0]!;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new AggregateError(
+      failed.map((f) => f.err),
+      `${failed.length} due checkout session(s) could not expire (${expired} others did); checkout ${id}: ${reason}`,
+    );
+  }
+  return expired;
 }

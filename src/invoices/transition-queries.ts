@@ -136,14 +136,15 @@ export async function lockInvoice(db: Queryable, merchantId: string, id: string)
 
 /**
  * The invoice a checkout session owns (source `checkout`) is cancelled when the session expires;
- * any other invoice, or one the merchant closed already, stays as it is. Null then.
+ * any other invoice, or one the merchant closed already, stays as it is. False then.
  */
-export async function markCheckoutExpired(db: Queryable, merchantId: string, id: string, now: Date): Promise<InvoiceWithItems | null> {
-  const rows = await db<InvoiceWithItems[]>`
-    UPDATE invoices i SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = 'checkout_expired', updated_at = ${now}
+export async function markCheckoutExpired(db: Queryable, merchantId: string, id: string, now: Date): Promise<boolean> {
+  // Not returned for its event: the credit note issued after this changes what the event carries.
+  const rows = await db`
+    UPDATE invoices SET status = 'cancelled', cancelled_at = ${now}, cancel_reason = 'checkout_expired', updated_at = ${now}
      WHERE merchant_id = ${merchantId} AND id = ${id} AND source = 'checkout' AND status IN ('sent', 'viewed', 'overdue')
-    RETURNING i.*, ${itemsJson(db)} AS items`;
-  return rows[0] ?? null;
+    RETURNING id`;
+  return rows.length > 0;
 }
 
 export async function markCancelled(db: Queryable, merchantId: string, id: string, reason: string | null, now: Date): Promise<InvoiceRow | null> {

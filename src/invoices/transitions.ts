@@ -269,12 +269,15 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
 
 /**
  * A checkout session expired: the invoice it owns (one POST /checkout made) is cancelled with
- * reason `checkout_expired` and `invoice.cancelled`. An invoice of the API whose hosted page opened
- * the session, or one the merchant cancelled already, stays as it is.
+ * reason `checkout_expired` and `invoice.cancelled`, and its DTE, when it has one, by a credit note
+ * as cancelInvoice does. No type-61 folio left throws 400 `merchant_misconfigured`: the caller's
+ * whole expiry rolls back, to be retried once the merchant loads one. An invoice of the API whose
+ * hosted page opened the session, or one the merchant cancelled already, stays as it is.
  */
 export async function expireCheckoutInvoice(db: Queryable, merchantId: string, id: string, now: Date, deps: InvoiceDeps): Promise<void> {
-  const cancelled = await q.markCheckoutExpired(db, merchantId, id, now);
-  if (cancelled) await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: invoiceResource(cancelled, deps.urls) });
+  if (!(await q.markCheckoutExpired(db, merchantId, id, now))) return;
+  await issueCreditNote(db, { secrets: deps.secrets, boss: deps.boss }, merchantId, id);
+  await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
 }
 
 // Batches keep each sweep transaction short; the loop runs until nothing is left.

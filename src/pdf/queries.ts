@@ -17,12 +17,14 @@ export async function storedPdfFor(db: Queryable, merchantId: string, invoiceId:
   return rows[0] ?? null;
 }
 
-/** Keeps the first rendering: a concurrent second one is dropped, never overwrites. */
-export async function insertPdfIfAbsent(db: Queryable, invoiceId: string, content: Buffer, sha256: string, now: Date): Promise<void> {
-  await db`
+/** Keeps the first rendering: a concurrent second one is dropped, never overwrites. True when this one is kept. */
+export async function insertPdfIfAbsent(db: Queryable, invoiceId: string, content: Buffer, sha256: string, now: Date): Promise<boolean> {
+  const rows = await db`
     INSERT INTO invoice_pdfs (invoice_id, content, sha256, created_at)
     VALUES (${invoiceId}, ${content}, ${sha256}, ${now})
-    ON CONFLICT (invoice_id) DO NOTHING`;
+    ON CONFLICT (invoice_id) DO NOTHING
+    RETURNING invoice_id`;
+  return rows.length > 0;
 }
 
 /** The merchant of an invoice, for a job that is handed only the invoice id. */

@@ -6,7 +6,8 @@ import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
 import { findInvoiceDte, type InvoiceDte } from '../dte/queries.js';
-import { renderInvoicePdf, type PrintedDte } from './render.js';
+import type { PrintedDte } from './render.js';
+import { renderInvoicePdfInThread } from './render-pool.js';
 import { DraftPdfCache, draftPdfs } from './draft-cache.js';
 import { pdfFilename } from './text.js';
 
@@ -49,7 +50,7 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
   if (invoice.status !== 'draft') return renderAndStore(db, { invoice, merchant, dte: await findInvoiceDte(db, invoiceId) }, publicBase);
   const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
   const content = await draftPdfs.get(DraftPdfCache.keyOf([invoice, merchant, publicUrl]), () =>
-    renderInvoicePdf(invoice, merchant, { draft: true, publicUrl, canCharge: merchant.can_charge }),
+    renderInvoicePdfInThread(invoice, merchant, { draft: true, publicUrl, canCharge: merchant.can_charge }),
   );
   return { content, sha256: sha256(content), draft: true, filename: pdfFilename(invoice) };
 }
@@ -65,9 +66,10 @@ export interface PdfSources {
 
 async function renderAndStore(db: Queryable, { invoice, merchant, dte }: PdfSources, publicBase: string): Promise<InvoicePdf> {
   const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
-  const content = await renderInvoicePdf(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
-  await q.insertPdfIfAbsent(db, invoice.id, content, sha256(content), clock.now());
-  // Read back: when another caller stored first, theirs is the document.
+  const content = await renderInvoicePdfInThread(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
+  const hash = sha256(content);
+  if (await q.insertPdfIfAbsent(db, invoice.id, content, hash, clock.now())) return { content, sha256: hash, draft: false, filename: pdfFilename(invoice) };
+  // Another caller stored first: theirs is the document.
   const kept = await q.storedPdfFor(db, invoice.merchant_id, invoice.id);
   if (!kept) throw new Error(`invoice_pdfs row of ${invoice.id} vanished after insert`);
   return storedPdf(kept);

@@ -15,9 +15,10 @@ function everyRow(result: readonly unknown[]): unknown[] {
 /**
  * pg-boss speaks `executeSql(text, values)`; this seam lets it run on our postgres.js pool or,
  * for `send`, inside the caller's transaction: a rolled-back request leaves no job behind.
- * On the pool it also listens: pg-boss wakes its workers on NOTIFY through `listen`.
+ * On the pool it also listens: pg-boss wakes its workers on NOTIFY through `listen`; with
+ * `onJobsQueued` a queue's notification goes there instead of to pg-boss's own dispatch.
  */
-export function executor(db: Queryable): Db {
+export function executor(db: Queryable, onJobsQueued?: (queue: string) => void): Db {
   const adapter: Db = {
     async executeSql(text: string, values?: unknown[]) {
       // pg-boss leaves optional values undefined (node-pg sends NULL); postgres.js serialises
@@ -41,11 +42,23 @@ export function executor(db: Queryable): Db {
     // postgres.js keeps LISTEN on a connection of its own, outside the pool, and listens again
     // after every reconnect; each (re)subscription lets pg-boss fetch what it may have missed.
     adapter.listen = async (channel: string, onNotification: (payload: string) => void, onReconnect: () => void) => {
-      const sub = await (db as Sql).listen(channel, onNotification, onReconnect);
+      const sub = await (db as Sql).listen(channel, onJobsQueued ?? onNotification, onReconnect);
       return { close: () => sub.unlisten() };
     };
   }
   return adapter;
+}
+
+/**
+ * Wakes one idle fetch loop of the queue. pg-boss's own dispatch wakes every idle loop of a queue
+ * on each notification: with tens of loops per queue, a burst of enqueued jobs cost ten empty
+ * fetches per job (measured: 121,000 fetches for 9,500 jobs). One loop is enough: a loop that
+ * finds work wakes the next (workers call this as each batch starts), so a burst spreads over as
+ * many loops as it has jobs, and a lone job costs one fetch.
+ */
+export function wakeIdleLoop(boss: PgBoss, queue: string): void {
+  const idle = boss.getWipData().find((w) => w.name === queue && w.count === 0 && w.state === 'active');
+  if (idle) boss.notifyWorker(idle.id);
 }
 
 // expireInSeconds is how long one run may hold its job, longer than the work's own timeout so a
@@ -90,8 +103,8 @@ export interface BossOptions {
 }
 
 export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
-  return new PgBoss({
-    db: executor(sql),
+  const boss: PgBoss = new PgBoss({
+    db: executor(sql, (queue) => wakeIdleLoop(boss, queue)),
     migrate: false,
     supervise: opts.worker,
     schedule: opts.worker,
@@ -101,6 +114,7 @@ export function createBoss(sql: Sql, opts: BossOptions): PgBoss {
     monitorIntervalSeconds: MONITOR_INTERVAL_SECONDS,
     superviseIntervalSeconds: MONITOR_INTERVAL_SECONDS,
   });
+  return boss;
 }
 
 // Held while queues are migrated, so two release processes never upgrade at once.
@@ -229,4 +243,9 @@ export async function enqueue(
   options: Omit<SendOptions, 'db'> = {},
 ): Promise<string | null> {
   return boss.send(queue, data, { ...options, db: executor(db) });
+}
+
+/** enqueue for many jobs of one queue in one statement, inside the caller's transaction. */
+export async function enqueueMany(boss: PgBoss, db: Queryable, queue: QueueName, jobs: JobInsert[]): Promise<void> {
+  if (jobs.length > 0) await boss.insert(queue, jobs, { db: executor(db) });
 }

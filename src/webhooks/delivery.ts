@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Queryable, Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { enqueue, queues } from '../queue/boss.js';
+import { enqueue, enqueueMany, queues } from '../queue/boss.js';
 import { keepClaim } from '../queue/claim-keeper.js';
 import { queueEmail } from '../email/outbox.js';
 import { getMerchant } from '../merchants/queries.js';
@@ -84,6 +84,16 @@ export async function enqueueAttempt(
       group: { id: delivery.endpoint_id },
       ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}),
     },
+  );
+}
+
+/** The first attempts of new deliveries, due now, as enqueueAttempt makes them, in one statement. */
+export async function enqueueFirstAttempts(db: Queryable, boss: PgBoss, deliveries: { id: string; endpoint_id: string }[]): Promise<void> {
+  await enqueueMany(
+    boss,
+    db,
+    queues.webhookDeliver.name,
+    deliveries.map((d) => ({ data: { delivery_id: d.id, attempt: 1 }, singletonKey: `${d.id}:1`, group: { id: d.endpoint_id } })),
   );
 }
 

@@ -207,12 +207,20 @@ export async function getEventText(db: Queryable, id: string): Promise<EventRow 
   return rows[0] ?? null;
 }
 
-/** The enabled endpoints of the merchant that take this event type. */
-export async function subscribedEndpoints(db: Queryable, merchantId: string, type: string): Promise<EndpointRow[]> {
-  return db<EndpointRow[]>`
-    SELECT * FROM webhook_endpoints
-     WHERE merchant_id = ${merchantId} AND enabled AND (cardinality(events) = 0 OR ${type} = ANY (events))
-     ORDER BY created_at, id`;
+/** The events of a fan-out batch that still exist. */
+export async function getEventTexts(db: Queryable, ids: string[]): Promise<EventRow[]> {
+  return db<EventRow[]>`
+    SELECT id, merchant_id, type, payload::text AS payload, created_at FROM events WHERE id = ANY (${ids}::uuid[])`;
+}
+
+/** Each event's subscribers: its merchant's enabled endpoints that take its type, oldest first. */
+export async function subscribersOf(db: Queryable, eventIds: string[]): Promise<{ event_id: string; endpoint_id: string; is_sandbox: boolean }[]> {
+  return db<{ event_id: string; endpoint_id: string; is_sandbox: boolean }[]>`
+    SELECT ev.id AS event_id, e.id AS endpoint_id, e.is_sandbox
+      FROM events ev
+      JOIN webhook_endpoints e ON e.merchant_id = ev.merchant_id AND e.enabled AND (cardinality(e.events) = 0 OR ev.type = ANY (e.events))
+     WHERE ev.id = ANY (${eventIds}::uuid[])
+     ORDER BY ev.id, e.created_at, e.id`;
 }
 
 export interface NewDelivery {

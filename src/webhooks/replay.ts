@@ -2,7 +2,7 @@ import type { Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { enqueueAttempt, maxAttempts, type DeliveryDeps } from './delivery.js';
+import { enqueueFirstAttempts, maxAttempts, type DeliveryDeps } from './delivery.js';
 import { insertDeliveries, type DeliveryRow, type NewDelivery } from './queries.js';
 import * as aq from './admin-queries.js';
 
@@ -51,7 +51,7 @@ export async function replayDelivery(sql: Sql, deps: DeliveryDeps, deliveryId: s
     if (source.is_test) throw refused('delivery_id', 'it is a test delivery; send a new test to the endpoint instead');
     if (!source.endpoint_enabled) throw refused('endpoint_id', 'the endpoint is disabled; enable it first');
     const [created] = await insertDeliveries(tx, [replayOf(source, deps, clock.now())]);
-    await enqueueAttempt(tx, deps.boss, created!, 1, 0);
+    await enqueueFirstAttempts(tx, deps.boss, [created!]);
     return created!;
   });
 }
@@ -75,7 +75,7 @@ export async function replayFailedDeliveries(sql: Sql, deps: DeliveryDeps, endpo
     const sources = await aq.lockFailedUnreplayed(tx, endpointId, since, bound + 1);
     const now = clock.now();
     const created = await insertDeliveries(tx, sources.slice(0, bound).map((d) => replayOf(d, deps, now)));
-    for (const d of created) await enqueueAttempt(tx, deps.boss, d, 1, 0);
+    await enqueueFirstAttempts(tx, deps.boss, created);
     return { created: created.length, has_more: sources.length > bound };
   });
 }

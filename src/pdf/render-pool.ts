@@ -1,0 +1,33 @@
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import type { InvoiceWithItems } from '../invoices/queries.js';
+import type { MerchantRow } from '../merchants/queries.js';
+import type { RenderOptions } from './render.js';
+import type { RenderTask } from './render-thread.js';
+
+// A PDF is ≈ 8 ms of synchronous CPU (font subsetting, layout, deflate). On the event loop it
+// stalls every other job of the worker (webhook attempts, SMTP, queue fetches) and every request
+// of the web process; in threads of their own, renders use the cores the event loop does not.
+// One core is left to the event loop; idle threads end, so a process that renders nothing keeps none.
+const THREADS = Math.max(1, Math.min(4, availableParallelism() - 1));
+const IDLE_MS = 30_000;
+
+let pool: Piscina<RenderTask, Uint8Array> | null = null;
+
+function renderPool(): Piscina<RenderTask, Uint8Array> {
+  // The sibling module, whatever it is built as: render-thread.ts under tsx, .js in dist/.
+  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+  pool ??= new Piscina({
+    filename: new URL(`./render-thread${extension}`, import.meta.url).href,
+    minThreads: 0,
+    maxThreads: THREADS,
+    idleTimeout: IDLE_MS,
+  });
+  return pool;
+}
+
+/** renderInvoicePdf (render.ts), in a render thread: the same bytes, off the event loop. */
+export async function renderInvoicePdfInThread(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
+  const bytes = await renderPool().run({ invoice, merchant, opts });
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
