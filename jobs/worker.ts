@@ -105,10 +105,26 @@ async function workJobs<T extends object>(
     burstWhenBatchFull: shape.batchSize > 1,
     heartbeatRefreshSeconds: HEARTBEAT_REFRESH_SECONDS,
   };
+  // Jobs running per group, as pg-boss's local cap counts them.
+  const running = new Map<string, number>();
+  const groupsOf = (jobs: JobWithMetadata<T>[]) => jobs.flatMap((job) => job.groupId ?? []);
   await boss.work<T, unknown, typeof options>(queue, options, async (jobs: JobWithMetadata<T>[]) => {
-    // Work found: more may be waiting, for the next idle loop to look.
-    wakeIdleLoop(boss, queue);
-    const settled = await settle(jobs);
+    const groups = groupsOf(jobs);
+    for (const g of groups) running.set(g, (running.get(g) ?? 0) + 1);
+    // Work found: more of it may be waiting, for the next idle loop to take. Not when every job
+    // found belongs to a group now at its cap: the next loop could take only other groups' jobs,
+    // and those woke a loop of their own when they were queued.
+    if (jobs.length > groups.length || groups.some((g) => running.get(g)! < shape.perGroup)) wakeIdleLoop(boss, queue);
+    let settled: PromiseSettledResult<unknown>[];
+    try {
+      settled = await settle(jobs);
+    } finally {
+      for (const g of groups) {
+        const n = running.get(g)! - 1;
+        if (n > 0) running.set(g, n);
+        else running.delete(g);
+      }
+    }
     keepFetching(boss, queue);
     return settled.map((r, n) => {
       const job = jobs[n]!;

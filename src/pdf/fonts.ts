@@ -18,6 +18,31 @@ export type FontStyle = keyof typeof FILES;
 
 let parsed: Record<FontStyle, Font> | null = null;
 
+// TrueType hinting (the fpgm and prep programs and the cvt table) steers rasterisers at small pixel
+// sizes; PDF viewers and printers scale outlines without it. fontkit copies those tables into
+// every document's subset, re-encoding them value by value: without them a PDF renders in ≈ 15 %
+// less time and is ≈ 14 % smaller (bench: 7.0 → 6.0 ms, 23.9 → 20.6 KB).
+const HINTING_TABLES = new Set(['fpgm', 'prep', 'cvt ']);
+
+/**
+ * The font file with the `drop` tables left out of its table directory. The tables stay where they
+ * are (a table is found by the offset in its record), so only the directory is rewritten.
+ */
+export function withoutTables(font: Buffer, drop: ReadonlySet<string>): Buffer {
+  const records = Array.from({ length: font.readUInt16BE(4) }, (_, i) => font.subarray(12 + 16 * i, 28 + 16 * i));
+  const kept = records.filter((r) => !drop.has(r.toString('latin1', 0, 4)));
+  const out = Buffer.from(font);
+  // The sfnt header's binary-search fields follow from the number of tables.
+  const power = 2 ** Math.floor(Math.log2(kept.length));
+  out.writeUInt16BE(kept.length, 4);
+  out.writeUInt16BE(power * 16, 6);
+  out.writeUInt16BE(Math.log2(power), 8);
+  out.writeUInt16BE((kept.length - power) * 16, 10);
+  out.fill(0, 12, 12 + 16 * records.length);
+  kept.forEach((r, i) => r.copy(out, 12 + 16 * i));
+  return out;
+}
+
 /**
  * The parsed fonts, read and parsed once per process: parsing (its kerning and layout tables
  * above all) costs several times the rest of a PDF's rendering. pdfkit takes a parsed font and
@@ -26,7 +51,7 @@ let parsed: Record<FontStyle, Font> | null = null;
 export function pdfFonts(): Record<FontStyle, Font> {
   if (!parsed) {
     const dir = path.join(path.dirname(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/package.json')), 'ttf');
-    const load = (file: string) => create(readFileSync(path.join(dir, file)));
+    const load = (file: string) => create(withoutTables(readFileSync(path.join(dir, file)), HINTING_TABLES));
     parsed = { regular: load(FILES.regular), bold: load(FILES.bold), italic: load(FILES.italic) };
   }
   return parsed;
