@@ -124,6 +124,30 @@ t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail
   t.equal(job.state, 'completed', 'the e-mail job is completed');
 });
 
+t.test('one notification for a batch of jobs: a loop that finds work wakes the next, so the batch runs at once, not at the next poll', async (t) => {
+  const cap = EFFECTS.webhook.perGroup;
+  const hanging = await startHangingReceiver(t, 20_000);
+  const h = await testApp(t);
+  const { key } = await h.key(['*']);
+  await createEndpoint(h, key, { url: hanging.url, events: ['client.created'] });
+  for (let i = 0; i < cap; i++) {
+    const res = await h.api('POST', '/clients', { key, body: { name: `C ${i}`, email: `c${i}@c.example.cl` } });
+    t.equal(res.status, 201);
+  }
+  // The fan-out jobs are taken out of the queue: their events fan out below, in one transaction
+  // whose commit sends the delivery queue one notification for all its jobs.
+  const fanouts = await h.sql<{ data: { event_id: string } }[]>`DELETE FROM pgboss.job WHERE name = 'webhook-fanout' RETURNING data`;
+  t.equal(fanouts.length, cap, 'one fan-out job per event');
+  const worker = await startWorker(h.ctx.config, h.sql, { pollingSeconds: 60 });
+  t.teardown(() => worker.stop());
+  // Past the start-up fetches: from here the next poll is a minute away.
+  await sleep(2_000);
+  t.equal(hanging.state.received, 0, 'nothing delivered yet');
+  await fanOut(worker.deps, fanouts.map((f) => f.data));
+  await until(`the hanging receiver to hold ${cap} requests`, () => hanging.state.open >= cap, 20_000);
+  t.equal(hanging.state.open, cap, `all ${cap} attempts in flight at once, long before the next poll`);
+});
+
 t.test('a hanging endpoint holds at most its group cap, and another merchant\'s webhook goes out before any of its requests ends', async (t) => {
   const cap = EFFECTS.webhook.perGroup;
   // More deliveries than the worker has webhook slots: without the cap they would take all of them.
