@@ -75,7 +75,7 @@ t.test('mercadopago', async (t) => {
     t.equal(mixed.out.error.details.errors[0].path, 'commerce_code', "another gateway's field is named");
   });
 
-  t.test('a payment: preference, init_point, the notification and lookup pay it; the browser’s return alone does not', async (t) => {
+  t.test('a payment: preference, init_point; the lookup of the payment the return or the notification names pays it, the return alone does not', async (t) => {
     const { merchantId, key } = await seller(h);
     const c = await create(h, key);
     const pref = [...mp.preferences.values()].find((p) => p.body.external_reference === c.checkout_id)!;
@@ -88,21 +88,49 @@ t.test('mercadopago', async (t) => {
     t.equal(form.preference, pref.id);
     t.ok(form.csp.includes(mp.url), 'the page may send the customer to Mercado Pago');
 
-    // The notification is lost on the way: the customer's return shows the page, still unpaid.
+    // The notification is lost on the way: the customer comes back first.
     const deliver = mp.deliver;
     mp.deliver = async () => 0;
     const { payment, backUrl } = await mp.pay(pref.id);
     mp.deliver = deliver;
-    const returned = await h.app.inject({ url: local(backUrl) });
-    t.equal(returned.statusCode, 200, 'the back URL is the checkout page');
+    // A back URL naming a payment Mercado Pago never made: status=approved in it pays nothing.
+    const forged = new URL(backUrl);
+    for (const k of ['payment_id', 'collection_id']) forged.searchParams.set(k, '99999999');
+    const forgedPage = await h.app.inject({ url: local(forged.href) });
+    t.equal(forgedPage.statusCode, 200, 'the back URL is the checkout page');
     t.match(await status(key, c.checkout_id), { status: 'pending', payment_status: 'unpaid' }, 'status=approved in the URL pays nothing');
     t.equal((await paymentsOf(h, c.invoice_id)).length, 0);
+    // Mercado Pago cannot be asked: the page shows the session as it stands and decides nothing.
+    mp.down = true;
+    const whileDown = await h.app.inject({ url: local(backUrl) });
+    mp.down = false;
+    t.equal(whileDown.statusCode, 200);
+    t.equal((await paymentsOf(h, c.invoice_id)).length, 0, 'nothing applied while the lookup failed');
 
-    t.equal(await mp.notify(payment.id), 200);
+    // The real return: the payment it names is looked up, and it is this checkout's, approved.
+    const returned = await h.app.inject({ url: local(backUrl) });
+    t.equal(returned.statusCode, 200);
+    t.match(returned.body, /data-state="completed"/, 'the page says paid: no Pay button for a second payment');
+    t.notMatch(returned.body, /name="pref_id"/, 'no form to Mercado Pago');
     t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
     t.same(await paymentsOf(h, c.invoice_id), [{ status: 'succeeded', provider: 'mercadopago', transaction_id: String(payment.id) }]);
     t.match((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body, { status: 'paid', payment_reference: { provider: 'mercadopago', transaction_id: String(payment.id) } });
-    t.match((await h.app.inject({ url: local(backUrl) })).body, /data-state="completed"/, 'the page now says paid');
+    // The notification arrives after all: the payment is applied once.
+    t.equal(await mp.notify(payment.id), 200);
+    t.equal((await paymentsOf(h, c.invoice_id)).length, 1, 'the notification after the return applies nothing twice');
+
+    // A payment of another checkout, named in this one's back URL: this checkout stays unpaid.
+    const other = await create(h, key);
+    const otherPref = [...mp.preferences.values()].find((p) => p.body.external_reference === other.checkout_id)!;
+    const third = await create(h, key);
+    mp.deliver = async () => 0;
+    const foreign = await mp.pay(otherPref.id);
+    mp.deliver = deliver;
+    const thirdBack = new URL(third.checkout_url);
+    thirdBack.searchParams.set('payment_id', String(foreign.payment.id));
+    t.equal((await h.app.inject({ url: local(thirdBack.href) })).statusCode, 200);
+    t.match(await status(key, third.checkout_id), { status: 'pending', payment_status: 'unpaid' }, "another checkout's payment pays nothing here");
+    t.match(await status(key, other.checkout_id), { status: 'pending' }, 'nor, from here, the checkout it belongs to');
 
     t.test('replayed, duplicated and out-of-order notifications change nothing', async (t) => {
       t.same(await Promise.all([mp.notify(payment.id), mp.notify(payment.id)]), [200, 200]);

@@ -5,7 +5,8 @@ import type { InvoiceDeps } from '../invoices/transitions.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { loadCredentials } from './credentials.js';
 import { lookupPayment, providerFor } from './providers/registry.js';
-import type { Credentials, Notification, PaymentProvider } from './providers/provider.js';
+import { ProviderError, type Credentials, type Notification, type PaymentProvider } from './providers/provider.js';
+import type { CheckoutRow } from './queries.js';
 import { applyNotifiedPayment } from './service.js';
 
 export type NotificationOutcome = 'applied' | 'ignored';
@@ -52,4 +53,26 @@ export async function receiveNotification(
   if (!notified.result || !notified.checkoutId || !z.uuid().safeParse(notified.checkoutId).success) return 'ignored';
   const applied = await applyNotifiedPayment(sql, merchantId, provider, notified.checkoutId, notified, notified.result, deps);
   return applied ? 'applied' : 'ignored';
+}
+
+/**
+ * The customer back on the checkout page from a gateway's page, with the id of the payment made
+ * there (Mercado Pago's `payment_id`), possibly before the gateway's notification. The return is
+ * no proof (decisions §16), so the payment is looked up at the gateway and applied exactly as its
+ * notification would be: the page then shows the outcome instead of offering Pay a second time.
+ * A payment of another checkout changes nothing; a gateway that cannot be asked leaves the
+ * decision to the notification.
+ */
+export async function applyReturnedPayment(sql: Sql, secrets: SecretBox, s: CheckoutRow, paymentId: string, deps: InvoiceDeps): Promise<NotificationOutcome> {
+  const provider = providerFor(s.provider);
+  if (s.status !== 'pending' || !provider.lookupPayment) return 'ignored';
+  try {
+    const credentials = await loadCredentials(sql, secrets, s.merchant_id, provider);
+    const returned = await lookupPayment(provider, paymentId, credentials);
+    if (!returned.result || returned.checkoutId !== s.id) return 'ignored';
+    return (await applyNotifiedPayment(sql, s.merchant_id, provider, s.id, returned, returned.result, deps)) ? 'applied' : 'ignored';
+  } catch (err) {
+    if (err instanceof ProviderError || err instanceof AppError) return 'ignored';
+    throw err;
+  }
 }

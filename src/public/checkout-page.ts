@@ -12,6 +12,7 @@ import { formatMoment, formatMoney } from '../format.js';
 import { Decimal } from '../money.js';
 import { checkoutUrl, effectiveStatus, gatewayReturn, ownsInvoice, payableSession, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
+import { applyReturnedPayment } from '../checkout/notifications.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
 import { csrfMatches, fromOurOrigin, registerFormParser } from './forms.js';
@@ -19,6 +20,8 @@ import { compilePublic, readLabels, readPublic, styleHash } from './templates.js
 
 /** What a checkout token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
+// A gateway's payment id as a back URL carries it (Mercado Pago's are numbers).
+const PAYMENT_ID = /^[0-9]{1,32}$/;
 
 const labelKeys = [
   'title', 'payTo', 'invoice', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
@@ -212,9 +215,15 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
       });
       pages.setNotFoundHandler((request, reply) => sendMessagePage(reply, 404, browserLocale(request), 'notFound'));
 
-      pages.get<{ Params: { token: string } }>('/:token', async (request, reply) => {
+      pages.get<{ Params: { token: string }; Querystring: Record<string, string | string[] | undefined> }>('/:token', async (request, reply) => {
         const { token } = request.params;
-        const found = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        let found = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
+        // Back from a gateway's page with the payment it made (Mercado Pago's back URL carries
+        // payment_id): looked up before the page is drawn, so a paid session never offers Pay again.
+        const paymentId = request.query.payment_id;
+        if (found?.status === 'pending' && typeof paymentId === 'string' && PAYMENT_ID.test(paymentId)) {
+          if ((await applyReturnedPayment(ctx.sql, ctx.secrets, found, paymentId, deps)) === 'applied') found = await sessionByToken(ctx.sql, token);
+        }
         const s = found && (await payableSession(ctx.sql, found, { publicBase: ctx.config.publicBaseUrl, secrets: ctx.secrets }));
         const html = s ? await renderPage(ctx, s) : null;
         if (!s || !html) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
