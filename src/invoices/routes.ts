@@ -153,8 +153,9 @@ export const invoiceRoutes = [
     errors: ['invoice_not_found', 'invoice_invalid_state', 'invoice_already_paid', 'merchant_misconfigured'],
     example: { query: 'locale=es' },
     handler: async ({ params, query, auth, ctx, db }) => {
-      const row = await transitions.sendInvoice(db, auth.merchant, params.invoice_id, query.locale, invoiceDeps(ctx));
-      return { status: 200, body: sentResponse(row, invoiceDeps(ctx).urls) };
+      const deps = invoiceDeps(ctx);
+      const row = await transitions.sendInvoice(db, auth.merchant, params.invoice_id, query.locale, deps);
+      return { status: 200, body: sentResponse(row, deps.urls) };
     },
   }),
   defineRoute({

@@ -14,11 +14,12 @@ const IDLE_MS = 30_000;
 
 let pool: Piscina<RenderTask, Uint8Array> | null = null;
 
+// The sibling module, whatever it is built as: render-thread.ts under tsx, .js in dist/.
+const THREAD_MODULE = new URL(`./render-thread${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+
 function renderPool(): Piscina<RenderTask, Uint8Array> {
-  // The sibling module, whatever it is built as: render-thread.ts under tsx, .js in dist/.
-  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
   pool ??= new Piscina({
-    filename: new URL(`./render-thread${extension}`, import.meta.url).href,
+    filename: THREAD_MODULE,
     minThreads: 0,
     maxThreads: THREADS,
     idleTimeout: IDLE_MS,

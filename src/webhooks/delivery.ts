@@ -63,37 +63,29 @@ export function retryDelaySeconds(schedule: number[], attempt: number, retryAfte
   return Math.max(jittered, retryAfter ?? 0);
 }
 
+type DeliveryRef = { id: string; endpoint_id: string };
+
 /**
- * The job of one attempt: due `afterSeconds` from now, once per (delivery, attempt). Attempts are
- * grouped by endpoint, so a slow receiver holds at most its group's share of the worker.
+ * The job of one attempt: once per (delivery, attempt). Attempts are grouped by endpoint, so a
+ * slow receiver holds at most its group's share of the worker.
  */
-export async function enqueueAttempt(
-  db: Queryable,
-  boss: PgBoss,
-  delivery: { id: string; endpoint_id: string },
-  attempt: number,
-  afterSeconds: number,
-): Promise<void> {
-  await enqueue(
-    boss,
-    db,
-    queues.webhookDeliver.name,
-    { delivery_id: delivery.id, attempt },
-    {
-      singletonKey: `${delivery.id}:${attempt}`,
-      group: { id: delivery.endpoint_id },
-      ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}),
-    },
-  );
+function attemptJob(delivery: DeliveryRef, attempt: number) {
+  return { data: { delivery_id: delivery.id, attempt }, singletonKey: `${delivery.id}:${attempt}`, group: { id: delivery.endpoint_id } };
 }
 
-/** The first attempts of new deliveries, due now, as enqueueAttempt makes them, in one statement. */
-export async function enqueueFirstAttempts(db: Queryable, boss: PgBoss, deliveries: { id: string; endpoint_id: string }[]): Promise<void> {
+/** Attempt number `attempt` of a delivery, due `afterSeconds` from now. */
+export async function enqueueAttempt(db: Queryable, boss: PgBoss, delivery: DeliveryRef, attempt: number, afterSeconds: number): Promise<void> {
+  const { data, ...options } = attemptJob(delivery, attempt);
+  await enqueue(boss, db, queues.webhookDeliver.name, data, { ...options, ...(afterSeconds > 0 ? { startAfter: Math.ceil(afterSeconds) } : {}) });
+}
+
+/** The first attempts of new deliveries, due now, in one statement. */
+export async function enqueueFirstAttempts(db: Queryable, boss: PgBoss, deliveries: DeliveryRef[]): Promise<void> {
   await enqueueMany(
     boss,
     db,
     queues.webhookDeliver.name,
-    deliveries.map((d) => ({ data: { delivery_id: d.id, attempt: 1 }, singletonKey: `${d.id}:1`, group: { id: d.endpoint_id } })),
+    deliveries.map((d) => attemptJob(d, 1)),
   );
 }
 

@@ -214,12 +214,11 @@ export async function getEventTexts(db: Queryable, ids: string[]): Promise<Event
 }
 
 /** Each event's subscribers: its merchant's enabled endpoints that take its type, oldest first. */
-export async function subscribersOf(db: Queryable, eventIds: string[]): Promise<{ event_id: string; endpoint_id: string; is_sandbox: boolean }[]> {
+export async function subscribersOf(db: Queryable, events: Pick<EventRow, 'id' | 'merchant_id' | 'type'>[]): Promise<{ event_id: string; endpoint_id: string; is_sandbox: boolean }[]> {
   return db<{ event_id: string; endpoint_id: string; is_sandbox: boolean }[]>`
     SELECT ev.id AS event_id, e.id AS endpoint_id, e.is_sandbox
-      FROM events ev
+      FROM unnest(${events.map((ev) => ev.id)}::uuid[], ${events.map((ev) => ev.merchant_id)}::uuid[], ${events.map((ev) => ev.type)}::text[]) AS ev (id, merchant_id, type)
       JOIN webhook_endpoints e ON e.merchant_id = ev.merchant_id AND e.enabled AND (cardinality(e.events) = 0 OR ev.type = ANY (e.events))
-     WHERE ev.id = ANY (${eventIds}::uuid[])
      ORDER BY ev.id, e.created_at, e.id`;
 }
 

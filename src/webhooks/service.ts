@@ -187,7 +187,7 @@ function payloadFor(eventText: string, isTest: boolean): string {
 export async function fanOutEvents(sql: Sql, deps: DeliveryDeps, eventIds: string[]): Promise<number> {
   return sql.begin(async (tx) => {
     const events = new Map((await q.getEventTexts(tx, eventIds)).map((e) => [e.id, e]));
-    const subscribers = await q.subscribersOf(tx, [...events.keys()]);
+    const subscribers = await q.subscribersOf(tx, [...events.values()]);
     const now = clock.now();
     const created = await q.insertDeliveries(
       tx,
