@@ -118,6 +118,13 @@ t.test('idempotency', async (t) => {
       }
     }
     t.equal(await invoiceCount(h, merchantId), 1, 'one invoice');
+    // The others' work, done beside their key's lookup, was rolled back whole.
+    const [counter] = await h.sql`SELECT last_number::int AS n FROM invoice_counters WHERE merchant_id = ${merchantId}`;
+    t.equal(counter!.n, 1, 'one number consumed');
+    const [ev] = await h.sql`SELECT count(*)::int AS n FROM events WHERE merchant_id = ${merchantId} AND type IN ('invoice.created', 'invoice.sent')`;
+    t.equal(ev!.n, 2, 'one invoice.created and one invoice.sent event');
+    const [clients] = await h.sql`SELECT count(*)::int AS n FROM clients WHERE merchant_id = ${merchantId}`;
+    t.equal(clients!.n, 1, 'one client');
     const after = await post(key, 'race', b);
     t.ok(replayed(after), 'once finished, a repeat is a replay');
     t.equal(after.raw, fresh[0]!.raw);
@@ -379,6 +386,10 @@ t.test('stored 409 answers and unstored 404s, through the real API layer', async
     const ok = await call('nf-free', { outcome: 'ok' });
     t.equal(ok.status, 200, 'the key is free for the corrected request');
     t.equal(await probeRows(), 1, 'only the successful request wrote');
+    const replay = await call('nf-free', { outcome: 'ok' });
+    t.equal(replay.headers['idempotent-replayed'], 'true');
+    t.equal(replay.raw, ok.raw, 'the first answer, byte for byte');
+    t.equal(await probeRows(), 1, 'the work done beside the replayed key was rolled back');
     await h.sql`DELETE FROM rate_limit_windows WHERE bucket LIKE 'probe-%'`;
   });
 
@@ -396,7 +407,7 @@ t.test('stored 409 answers and unstored 404s, through the real API layer', async
         t.equal(again.status, status, 'the same status');
         t.equal(again.headers['idempotent-replayed'], 'true');
         t.equal(again.raw, first.raw, 'the same bytes as the first answer');
-        t.equal(runs, before + 1, 'the handler did not run again');
+        t.equal(await probeRows(), 0, "the replay's work was rolled back");
         const mismatch = await call(idem, { outcome, n: 1 });
         t.equal(mismatch.status, 422, 'a different body is still a mismatch');
       }

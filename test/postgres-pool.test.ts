@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import postgres from 'postgres';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -198,4 +199,39 @@ t.test('a connection reset while it fetches array types leaves no unhandled reje
   t.equal(await within(pool`SELECT ${[1, 2]}::int[] AS a`, 5000), 'ok', 'the next connection fetches them again and serves arrays');
   await sleep(50);
   t.same(unhandled.map(String), [], 'no rejection escaped');
+});
+
+t.test('statements sent in one tick leave in one socket write, those over 1 KiB too', async (t) => {
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  const target = new URL(db.url);
+  let writes = 0;
+  const sql = postgres(db.url, {
+    max: 1,
+    onnotice: () => {},
+    socket: () => {
+      const socket = net.connect(Number(target.port || 5432), target.hostname);
+      const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+      socket.write = ((...args: unknown[]) => {
+        writes += 1;
+        return write(...args);
+      }) as typeof socket.write;
+      return socket;
+    },
+    // A documented option its types leave out.
+  } as postgres.Options<Record<string, never>>);
+  t.teardown(() => sql.end({ timeout: 1 }));
+  const large = (name: string) => `SELECT '${name.repeat(3000)}' AS v`;
+  const sent = await sql.begin(async (tx) => {
+    const before = writes;
+    // What a request's last statements look like: a stored answer and an event, each over 1 KiB.
+    const rows = await Promise.all([tx.unsafe(large('a')), tx.unsafe(large('b')), tx.unsafe('SELECT 1 AS v')]);
+    t.same(
+      rows.map((r) => String(r[0]!.v).length),
+      [3000, 3000, 1],
+    );
+    return writes - before;
+  });
+  // Unpatched, each statement of 1 KiB or more is written on its own at once.
+  t.equal(sent, 1, 'three statements, one write');
 });

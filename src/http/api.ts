@@ -116,6 +116,19 @@ function answerStored(reply: FastifyReply, found: StoredAnswer): FastifyReply {
   }
 }
 
+/** Thrown to roll back the work done beside the lookup of a key that was answered or is running. */
+class KeyAnswered extends Error {
+  constructor(readonly found: StoredAnswer) {
+    super('the Idempotency-Key was answered or is running');
+  }
+}
+
+const settled = <T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> =>
+  p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+
 async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, key: string, hash: string): Promise<StoredAnswer> {
   const found = await lookupKey(ctx.sql, merchantId, route, key, hash);
   // Only an answer that expired in the meantime could be missing now: retrying is right then too.
@@ -165,17 +178,28 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     if (early.kind !== 'new') return answerStored(reply, early);
   }
   const prepared = await def.prepare?.(input);
-  let outcome: { found: StoredAnswer } | { result: RouteResult; serialized: string };
+  let outcome: { result: RouteResult; serialized: string };
   try {
     outcome = await pipelinedTransaction(ctx.sql, async (tx) => {
-      const found = await lookupKey(tx, merchantId, route, idemKey, hash);
-      if (found.kind !== 'new') return { found };
-      const result = await def.handler({ ...input, db: tx, prepared });
+      // The key's lookup and the route's work go out together, the lookup first: a new key (nearly
+      // every request) then costs no round trip of its own. A key answered or running rolls the
+      // work back, whatever it came to.
+      const found = lookupKey(tx, merchantId, route, idemKey, hash);
+      const work = settled(def.handler({ ...input, db: tx, prepared }));
+      const key = await found.catch(async (err: unknown) => {
+        await work;
+        throw err;
+      });
+      const done = await work;
+      if (key.kind !== 'new') throw new KeyAnswered(key);
+      if ('error' in done) throw done.error;
+      const result = done.value;
       const serialized = serialize(def, result);
       tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
       return { result, serialized };
     });
   } catch (err) {
+    if (err instanceof KeyAnswered) return answerStored(reply, err.found);
     // Another request stored its answer first; this one's work was rolled back.
     if (isKeyTaken(err)) return answerStored(reply, await lookUpAgain(ctx, merchantId, route, idemKey, hash));
     const appErr = toAppError(err);
@@ -193,7 +217,6 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     // The stored bytes themselves, so that a replay is byte-identical to this first answer.
     return send(reply, appErr.status, body);
   }
-  if ('found' in outcome) return answerStored(reply, outcome.found);
   return send(reply, outcome.result.status, outcome.serialized, outcome.result.headers);
 }
 
