@@ -45,3 +45,44 @@ t.test("the PDF's faces are the stripped ones", async (t) => {
     t.ok(tags.includes('glyf') && tags.includes('hmtx') && tags.includes('GPOS'), `${style}: outlines, metrics and kerning kept`);
   }
 });
+
+// What the tests read of a subset and a glyph (fontkit's own API, beyond src/pdf/fontkit.d.ts).
+interface Subset {
+  includeGlyph(id: number): number;
+  encode(): Uint8Array;
+}
+interface GlyphView {
+  id: number;
+  path: { toSVG(): string };
+  _decode(): { numberOfContours: number } | null;
+}
+type FullFont = FontView & { createSubset(): Subset; glyphForCodePoint(c: number): GlyphView; getGlyph(id: number): GlyphView };
+
+t.test("a subset copies simple glyphs as they are and remaps a compound glyph's components", async (t) => {
+  const font = open(readFileSync(path.join(dir, 'DejaVuSans.ttf'))) as unknown as FullFont;
+  const chars = ['A', 'Ñ', 'é', ' ', '€'];
+  const glyphs = chars.map((c) => font.glyphForCodePoint(c.codePointAt(0)!));
+  t.ok((glyphs[1]!._decode()?.numberOfContours ?? 0) < 0, 'Ñ is a compound glyph in DejaVu Sans');
+  t.ok((glyphs[0]!._decode()?.numberOfContours ?? 0) > 0, 'A is a simple one');
+  const subset = font.createSubset();
+  const ids = glyphs.map((g) => subset.includeGlyph(g.id));
+  const sub = open(Buffer.from(subset.encode())) as unknown as FullFont;
+  chars.forEach((c, i) => t.equal(sub.getGlyph(ids[i]!).path.toSVG(), glyphs[i]!.path.toSVG(), `${JSON.stringify(c)}: the same outline in the subset`));
+});
+
+t.test('shaping kept across documents: the same runs, and each caller scales its own copy', async (t) => {
+  type Shaper = { layout(text: string): { positions: Record<string, number>[]; glyphs: { id: number }[]; advanceWidth: number } };
+  const plain = open(readFileSync(path.join(dir, 'DejaVuSans.ttf'))) as unknown as Shaper;
+  const shared = pdfFonts().regular as unknown as Shaper;
+  for (const word of ['Total', 'Ñuñoa', 'AVTA', '2.500,00']) {
+    const first = shared.layout(word);
+    const expected = plain.layout(word);
+    t.same(first.glyphs.map((g) => g.id), expected.glyphs.map((g) => g.id), `${word}: the same glyphs`);
+    t.same(first.positions.map((p) => p.xAdvance), expected.positions.map((p) => p.xAdvance), `${word}: the same advances (kerning included)`);
+    // What pdfkit does to a run: its positions scaled in place.
+    for (const p of first.positions) for (const k of Object.keys(p)) p[k]! *= 0.5;
+    const again = shared.layout(word);
+    t.same(again.positions.map((p) => p.xAdvance), expected.positions.map((p) => p.xAdvance), `${word}: a later caller gets unscaled positions`);
+    t.equal(again.advanceWidth, expected.positions.reduce((s, p) => s + (p.xAdvance ?? 0), 0), `${word}: and the run's width from them`);
+  }
+});

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { create, type Font } from 'fontkit';
+import { create, type Font, type GlyphRun } from 'fontkit';
 
 /**
  * The PDF's typeface: DejaVu Sans, embedded (pdfkit subsets it to the glyphs a document uses). The
@@ -43,6 +43,33 @@ export function withoutTables(font: Buffer, drop: ReadonlySet<string>): Buffer {
   return out;
 }
 
+// Words shaped once per process and face, beyond which the oldest are forgotten: an invoice's
+// labels, dates and amounts repeat from one document to the next.
+const LAYOUTS_KEPT = 4096;
+
+/**
+ * The font with its shaping of a word kept across documents. pdfkit keeps a document's own
+ * (layoutCache), but every document starts empty, and shaping (fontkit's OpenType feature
+ * lookups) is a third of a document's rendering. pdfkit scales a run's positions in place, so
+ * each caller gets its own copy of them.
+ */
+export function withSharedLayouts(font: Font): Font {
+  const shape = font.layout.bind(font);
+  const runs = new Map<string, GlyphRun>();
+  font.layout = (text, features) => {
+    if (features !== undefined) return shape(text, features);
+    let run = runs.get(text);
+    if (!run) {
+      run = shape(text);
+      if (runs.size >= LAYOUTS_KEPT) runs.delete(runs.keys().next().value!);
+      runs.set(text, run);
+    }
+    const copy = Object.create(Object.getPrototypeOf(run) as object) as GlyphRun;
+    return Object.assign(copy, run, { glyphs: run.glyphs.slice(), positions: run.positions.map((p) => ({ ...p })) });
+  };
+  return font;
+}
+
 /**
  * The parsed fonts, read and parsed once per process: parsing (its kerning and layout tables
  * above all) costs several times the rest of a PDF's rendering. pdfkit takes a parsed font and
@@ -51,7 +78,7 @@ export function withoutTables(font: Buffer, drop: ReadonlySet<string>): Buffer {
 export function pdfFonts(): Record<FontStyle, Font> {
   if (!parsed) {
     const dir = path.join(path.dirname(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/package.json')), 'ttf');
-    const load = (file: string) => create(withoutTables(readFileSync(path.join(dir, file)), HINTING_TABLES));
+    const load = (file: string) => withSharedLayouts(create(withoutTables(readFileSync(path.join(dir, file)), HINTING_TABLES)));
     parsed = { regular: load(FILES.regular), bold: load(FILES.bold), italic: load(FILES.italic) };
   }
   return parsed;

@@ -88,9 +88,10 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   const doc = new PDFDocument({
     size: PAGE.size,
     margin: PAGE.margin,
-    // The document's first font is the embedded face: pdfkit's default would load and parse
-    // Helvetica's metrics for every document, only to be replaced.
-    font: pdfFonts().regular as unknown as string,
+    // No first font: pdfkit's default would load and parse Helvetica's metrics for every document,
+    // and an unregistered embedded face, once registered under a name too, would be compared with
+    // itself by serialising its name tables. The registered regular face is set below.
+    font: null as unknown as string,
     bufferPages: true,
     lang: locale === 'es' ? 'es-CL' : 'en-US',
     info: {
@@ -108,6 +109,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     // @types/pdfkit lags pdfkit 0.20, which takes a parsed fontkit font (CHANGELOG 0.20.0).
     doc.registerFont(style, fonts[style] as unknown as Buffer);
   }
+  doc.font('regular');
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
     doc.on('data', (c: Buffer) => chunks.push(c));
