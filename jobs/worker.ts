@@ -44,8 +44,10 @@ export interface Worker {
 export const EFFECTS = {
   email: { localConcurrency: 16, perGroup: 8, batchSize: 1 },
   // A fan-out batch is one transaction. pg-boss counts a group's cap in jobs and keeps it within
-  // localConcurrency: a merchant's burst fills one loop's batch, and the other loops serve the rest.
-  fanout: { localConcurrency: 8, perGroup: 8, batchSize: 8 },
+  // localConcurrency: a merchant's burst fills up to 4 loops' batches at once, and the other 28
+  // loops serve the rest. With a cap of one batch, one merchant's events fanned out one batch after
+  // another, and that bounded the webhooks of a burst (bench/RESULTS.md: 303 → 369 webhooks/s).
+  fanout: { localConcurrency: 32, perGroup: 32, batchSize: 8 },
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
   // One submission of a merchant at a time per worker: its documents go up together.
   dte: { localConcurrency: 4, perGroup: 1, batchSize: 1 },
