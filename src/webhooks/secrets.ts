@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, decodeKey, type Config } from '../config.js';
@@ -18,11 +18,13 @@ export function secretPrefix(secret: string): string {
 
 /** AES-256-GCM: a stolen database dump holds no usable signing secret. */
 export class SecretBox {
-  readonly #key: Buffer;
+  // A key object made once: given the raw bytes, every cipher would import the key again, and the
+  // worker opens an endpoint's secret for each webhook attempt.
+  readonly #key: KeyObject;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('the encryption key must be 32 bytes');
-    this.#key = key;
+    this.#key = createSecretKey(key);
   }
 
   seal(plain: string): Buffer {
