@@ -47,8 +47,11 @@ export type ChargingMerchant = MerchantRow & { can_charge: boolean };
  */
 export async function chargingMerchant(db: Queryable, merchantId: string): Promise<ChargingMerchant | null> {
   const row = await q.merchantWithProviderFields(db, merchantId);
-  if (!row) return null;
-  const { provider_fields: fields, ...merchant } = row;
+  return row && asChargingMerchant(row.provider_fields, row);
+}
+
+/** The same rule, for a caller that read the merchant with `fields`, its provider's credential fields set. */
+export function asChargingMerchant(fields: readonly string[], merchant: MerchantRow): ChargingMerchant {
   const provider = knownProvider(merchant.payment_provider);
   return { ...merchant, can_charge: provider !== null && required(provider).every((f) => fields.includes(f)) };
 }

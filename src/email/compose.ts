@@ -2,17 +2,16 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/client.js';
-import type { EmailRow } from './queries.js';
+import { invoiceEmailSources, type EmailRow } from './queries.js';
 import { disabledReason, renderEmail, type EmailKind } from './render.js';
 import { formatDate, formatMoney } from '../format.js';
 import { getInvoice } from '../invoices/queries.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { receiptData } from '../invoices/receipt.js';
 import { getMerchant } from '../merchants/queries.js';
-import { chargingMerchant } from '../checkout/credentials.js';
+import { asChargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { issuedInvoicePdf } from '../pdf/store.js';
-import { findInvoiceDte } from '../dte/queries.js';
 import { dteFilename } from '../dte/document.js';
 
 export interface ComposeDeps {
@@ -65,15 +64,16 @@ async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Prom
 export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
   if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
   if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
-  // Each row read once: the message and its attachments (the PDF, when not stored yet, is
-  // rendered from these same rows).
+  // Each row read once, in two statements: the message and its attachments (the PDF, when not
+  // stored yet, is rendered from these same rows).
   const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
-  const [invoice, merchant, dte] = await Promise.all([
+  const [invoice, sources] = await Promise.all([
     getInvoice(deps.sql, email.merchant_id, email.invoice_id),
-    chargingMerchant(deps.sql, email.merchant_id),
-    attachesPdf ? findInvoiceDte(deps.sql, email.invoice_id) : null,
+    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id),
   ]);
-  if (!invoice || !merchant) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
+  if (!invoice || !sources) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
+  const merchant = asChargingMerchant(sources.provider_fields, sources.merchant);
+  const dte = attachesPdf ? sources.dte : null;
   const locale = email.locale;
   const vars = {
     merchant: merchant.name,
@@ -101,7 +101,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   });
   const attachments: Mail.Attachment[] = [];
   if (attachesPdf) {
-    const pdf = await issuedInvoicePdf(deps.sql, { invoice, merchant, dte }, deps.urls.publicBase);
+    const pdf = await issuedInvoicePdf(deps.sql, { invoice, merchant, dte }, sources.stored_pdf, deps.urls.publicBase);
     if (!pdf) throw new Error(`e-mail ${email.id}: invoice ${invoice.id} has no PDF`);
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
   }

@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/client.js';
+import type { MerchantRow } from '../merchants/queries.js';
+import type { InvoiceDte } from '../dte/queries.js';
 
 export interface EmailRow {
   id: string;
@@ -114,4 +116,57 @@ export async function recordFailure(db: Queryable, id: string, lease: Date, erro
      WHERE id = ${id} AND status = 'queued' AND sending_until = ${lease}
     RETURNING id`;
   return rows.length > 0;
+}
+
+/** Beside the invoice itself, what an invoice's e-mail is made of. */
+export interface InvoiceEmailSources {
+  merchant: MerchantRow;
+  /** The credential fields set for the merchant's payment provider. */
+  provider_fields: string[];
+  dte: InvoiceDte | null;
+  /** The invoice's PDF as stored (issued invoices keep one forever), or null when not yet. */
+  stored_pdf: { content: Buffer; sha256: string } | null;
+}
+
+type SourcesRow = MerchantRow & {
+  provider_fields: string[];
+  dte_type: InvoiceDte['dte_type'] | null;
+  dte_folio: number | null;
+  dte_ted: string | null;
+  dte_envio_xml: Buffer | null;
+  dte_resolucion_numero: number | null;
+  dte_resolucion_fecha: string | null;
+  pdf_content: Buffer | null;
+  pdf_sha256: string | null;
+};
+
+/**
+ * The merchant (with its provider's credential fields), the invoice's DTE and its stored PDF in
+ * one statement, read beside the invoice: one by one they were three more round trips, each on a
+ * pooled connection of its own, for every e-mail. The DTE's and the PDF's columns are prefixed so
+ * that none is taken for a merchant's (the merchant has a resolution of its own).
+ */
+export async function invoiceEmailSources(db: Queryable, merchantId: string, invoiceId: string): Promise<InvoiceEmailSources | null> {
+  const [row] = await db<SourcesRow[]>`
+    SELECT m.*, coalesce(c.fields, '{}') AS provider_fields,
+           d.dte_type AS dte_type, d.folio AS dte_folio, d.ted AS dte_ted, d.envio_xml AS dte_envio_xml,
+           d.resolucion_numero AS dte_resolucion_numero, d.resolucion_fecha AS dte_resolucion_fecha,
+           p.content AS pdf_content, p.sha256 AS pdf_sha256
+      FROM merchants m
+      LEFT JOIN provider_credentials c ON c.merchant_id = m.id AND c.provider = m.payment_provider
+      LEFT JOIN invoices i ON i.merchant_id = m.id AND i.id = ${invoiceId}
+      LEFT JOIN invoice_dtes d ON d.invoice_id = i.id
+      LEFT JOIN invoice_pdfs p ON p.invoice_id = i.id
+     WHERE m.id = ${merchantId}`;
+  if (!row) return null;
+  const { provider_fields, dte_type, dte_folio, dte_ted, dte_envio_xml, dte_resolucion_numero, dte_resolucion_fecha, pdf_content, pdf_sha256, ...merchant } = row;
+  return {
+    merchant,
+    provider_fields,
+    dte:
+      dte_type === null
+        ? null
+        : { dte_type, folio: dte_folio!, ted: dte_ted!, envio_xml: dte_envio_xml!, resolucion_numero: dte_resolucion_numero!, resolucion_fecha: dte_resolucion_fecha! },
+    stored_pdf: pdf_content === null ? null : { content: pdf_content, sha256: pdf_sha256! },
+  };
 }

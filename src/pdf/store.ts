@@ -76,15 +76,19 @@ async function renderAndStore(db: Queryable, { invoice, merchant, dte }: PdfSour
 }
 
 /**
- * invoicePdf for a caller that has read the invoice, its merchant and its DTE already (the e-mail
- * job): the stored document, rendered from those rows and stored first when it is not yet. Null
- * for a draft (a draft's PDF is never stored).
+ * invoicePdf for a caller that has read the invoice, its merchant, its DTE and its stored PDF
+ * already (the e-mail job): the stored document, or one rendered from those rows and stored first
+ * when there was none. Null for a draft (a draft's PDF is never stored).
  */
-export async function issuedInvoicePdf(db: Queryable, sources: PdfSources, publicBase: string): Promise<InvoicePdf | null> {
+export async function issuedInvoicePdf(
+  db: Queryable,
+  sources: PdfSources,
+  stored: { content: Buffer; sha256: string } | null,
+  publicBase: string,
+): Promise<InvoicePdf | null> {
   const { invoice } = sources;
   if (invoice.status === 'draft') return null;
-  const stored = await q.storedPdfFor(db, invoice.merchant_id, invoice.id);
-  return stored ? storedPdf(stored) : renderAndStore(db, sources, publicBase);
+  return stored ? { ...stored, draft: false, filename: pdfFilename(invoice) } : renderAndStore(db, sources, publicBase);
 }
 
 /**
