@@ -636,7 +636,7 @@ async function main(): Promise<number> {
     const middle = <T,>(xs: T[], by: (x: T) => number) => [...xs].sort((a, b) => by(a) - by(b))[xs.length >> 1]!;
     // The round of the median webhook rate is the one described in full.
     const { s, q, resumed, cpuLine: cpuLine1b, poolLine: poolLine1b } = middle(rounds, (r) => r.q.hookRate);
-    const hookRate = middle(rounds, (r) => r.q.hookRate).q.hookRate;
+    const hookRate = q.hookRate;
     const mailRate = middle(rounds, (r) => r.q.mailRate).q.mailRate;
     const drained = rounds.every((r) => r.drained);
     const perRound = rounds.map((r) => `${fmt(r.q.hookRate)} / ${fmt(r.q.mailRate)}`).join(', ');

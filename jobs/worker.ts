@@ -46,7 +46,7 @@ export const EFFECTS = {
   // A fan-out batch is one transaction. pg-boss counts a group's cap in jobs and keeps it within
   // localConcurrency: a merchant's burst fills up to 4 loops' batches at once, and the other 28
   // loops serve the rest. With a cap of one batch, one merchant's events fanned out one batch after
-  // another, and that bounded the webhooks of a burst (bench/RESULTS.md: 303 → 369 webhooks/s).
+  // another, and that bounded the webhooks of a burst (bench:effects 1b: 303 → 369 webhooks/s).
   fanout: { localConcurrency: 32, perGroup: 32, batchSize: 8 },
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 1 },
   // One submission of a merchant at a time per worker: its documents go up together.

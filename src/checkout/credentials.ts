@@ -47,7 +47,9 @@ export type ChargingMerchant = MerchantRow & { can_charge: boolean };
  */
 export async function chargingMerchant(db: Queryable, merchantId: string): Promise<ChargingMerchant | null> {
   const row = await q.merchantWithProviderFields(db, merchantId);
-  return row && asChargingMerchant(row.provider_fields, row);
+  if (!row) return null;
+  const { provider_fields: fields, ...merchant } = row;
+  return asChargingMerchant(fields, merchant);
 }
 
 /** The same rule, for a caller that read the merchant with `fields`, its provider's credential fields set. */

@@ -69,11 +69,11 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
   const [invoice, sources] = await Promise.all([
     getInvoice(deps.sql, email.merchant_id, email.invoice_id),
-    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id),
+    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, attachesPdf),
   ]);
   if (!invoice || !sources) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
   const merchant = asChargingMerchant(sources.provider_fields, sources.merchant);
-  const dte = attachesPdf ? sources.dte : null;
+  const { dte } = sources;
   const locale = email.locale;
   const vars = {
     merchant: merchant.name,

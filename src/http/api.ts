@@ -123,12 +123,6 @@ class KeyAnswered extends Error {
   }
 }
 
-const settled = <T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> =>
-  p.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
-
 async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, key: string, hash: string): Promise<StoredAnswer> {
   const found = await lookupKey(ctx.sql, merchantId, route, key, hash);
   // Only an answer that expired in the meantime could be missing now: retrying is right then too.
@@ -184,16 +178,11 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
       // The key's lookup and the route's work go out together, the lookup first: a new key (nearly
       // every request) then costs no round trip of its own. A key answered or running rolls the
       // work back, whatever it came to.
-      const found = lookupKey(tx, merchantId, route, idemKey, hash);
-      const work = settled(def.handler({ ...input, db: tx, prepared }));
-      const key = await found.catch(async (err: unknown) => {
-        await work;
-        throw err;
-      });
-      const done = await work;
-      if (key.kind !== 'new') throw new KeyAnswered(key);
-      if ('error' in done) throw done.error;
-      const result = done.value;
+      const [key, work] = await Promise.allSettled([lookupKey(tx, merchantId, route, idemKey, hash), def.handler({ ...input, db: tx, prepared })]);
+      if (key.status === 'rejected') throw key.reason;
+      if (key.value.kind !== 'new') throw new KeyAnswered(key.value);
+      if (work.status === 'rejected') throw work.reason;
+      const result = work.value;
       const serialized = serialize(def, result);
       tx.commitWith(storeAnswer(tx, merchantId, route, idemKey, hash, result.status, serialized));
       return { result, serialized };

@@ -5,7 +5,7 @@ import type { MerchantRow } from '../merchants/queries.js';
 import type { RenderOptions } from './render.js';
 import type { RenderTask } from './render-thread.js';
 
-// A PDF is ≈ 8 ms of synchronous CPU (font subsetting, layout, deflate). On the event loop it
+// A PDF is milliseconds of synchronous CPU (font subsetting, layout, deflate). On the event loop it
 // stalls every other job of the worker (webhook attempts, SMTP, queue fetches) and every request
 // of the web process; in threads of their own, renders use the cores the event loop does not.
 // One core is left to the event loop; idle threads end, so a process that renders nothing keeps none.

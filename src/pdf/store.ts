@@ -55,7 +55,14 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
   return { content, sha256: sha256(content), draft: true, filename: pdfFilename(invoice) };
 }
 
-const storedPdf = (stored: q.StoredPdf): InvoicePdf => ({ content: stored.content, sha256: stored.sha256, draft: false, filename: pdfFilename(stored.invoice) });
+/** An issued invoice's stored document, named after the invoice. */
+const issuedPdf = (pdf: { content: Buffer; sha256: string }, invoice: Parameters<typeof pdfFilename>[0]): InvoicePdf => ({
+  content: pdf.content,
+  sha256: pdf.sha256,
+  draft: false,
+  filename: pdfFilename(invoice),
+});
+const storedPdf = (stored: q.StoredPdf): InvoicePdf => issuedPdf(stored, stored.invoice);
 
 /** What an issued invoice's PDF is rendered from. */
 export interface PdfSources {
@@ -68,7 +75,7 @@ async function renderAndStore(db: Queryable, { invoice, merchant, dte }: PdfSour
   const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
   const content = await renderInvoicePdfInThread(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: dte ? printedDte(dte) : undefined });
   const hash = sha256(content);
-  if (await q.insertPdfIfAbsent(db, invoice.id, content, hash, clock.now())) return { content, sha256: hash, draft: false, filename: pdfFilename(invoice) };
+  if (await q.insertPdfIfAbsent(db, invoice.id, content, hash, clock.now())) return issuedPdf({ content, sha256: hash }, invoice);
   // Another caller stored first: theirs is the document.
   const kept = await q.storedPdfFor(db, invoice.merchant_id, invoice.id);
   if (!kept) throw new Error(`invoice_pdfs row of ${invoice.id} vanished after insert`);
@@ -88,7 +95,7 @@ export async function issuedInvoicePdf(
 ): Promise<InvoicePdf | null> {
   const { invoice } = sources;
   if (invoice.status === 'draft') return null;
-  return stored ? { ...stored, draft: false, filename: pdfFilename(invoice) } : renderAndStore(db, sources, publicBase);
+  return stored ? issuedPdf(stored, invoice) : renderAndStore(db, sources, publicBase);
 }
 
 /**

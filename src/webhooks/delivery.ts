@@ -36,8 +36,8 @@ const HOLD_RENEW_MS = 3_000;
 
 // Attempts to one endpoint in flight at once in one worker process (pg-boss local group
 // concurrency): a slow or hanging receiver holds at most this many of a worker's 48 webhook slots.
-// 8 held one busy receiver to what 8 round trips allow (bench/RESULTS.md: 16 gave a burst to one
-// endpoint a third more throughput once fan-out stopped being the limit).
+// 8 held one busy receiver to what 8 round trips allow (bench:effects 1b: 16 took a burst to one
+// endpoint from 369 to about 490 webhooks/s once fan-out stopped being the limit).
 export const DELIVERIES_PER_ENDPOINT = 16;
 
 /** Another live run holds the delivery's claim: the job retries once that run is done. */
