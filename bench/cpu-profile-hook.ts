@@ -1,5 +1,6 @@
 /**
- * Preloaded into the web process by bench/profile.ts (`--import ./bench/cpu-profile-hook.ts`):
+ * Preloaded into the web process by bench/profile.ts, and into the worker by bench/effects.ts with
+ * EFFECTS_WORKER_CPU_PROFILE (`--import ./bench/cpu-profile-hook.ts`):
  * SIGUSR2 starts the V8 CPU profiler, the next SIGUSR2 writes the profile to
  * $BENCH_CPU_PROFILE and stops it, so the profile covers steady load only, not start-up.
  */

@@ -27,8 +27,9 @@
  * end; without it the embedded server of .data/bench), EFFECTS_BURST (default 1000),
  * EFFECTS_QUEUED_ROUNDS (1b's bursts, default 3: its rates are their medians),
  * EFFECTS_STEADY_SECONDS (default 30), EFFECTS_FLOOR_CONCURRENCY (the floor's webhooks in flight,
- * default 48). `--strict` exits 1 when a target is missed. Records the run in bench/RESULTS.md
- * unless given `--no-record`.
+ * default 48), EFFECTS_WORKER_CPU_PROFILE (a file: the worker's V8 CPU profile over 1b's last
+ * burst, through bench/cpu-profile-hook.ts). `--strict` exits 1 when a target is missed. Records
+ * the run in bench/RESULTS.md unless given `--no-record`.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -74,6 +75,7 @@ const RECOVERY_TIMEOUT_MS = 120_000;
 // The worker is killed once this share of the burst's effects (e-mails + webhooks) has arrived.
 const KILL_AT_SHARE = 0.25;
 const STRICT = process.argv.includes('--strict');
+const WORKER_CPU_PROFILE = process.env.EFFECTS_WORKER_CPU_PROFILE;
 // A trial run (e.g. a small EFFECTS_BURST) that leaves bench/RESULTS.md alone.
 const RECORD = !process.argv.includes('--no-record');
 
@@ -257,7 +259,11 @@ const workerLogs: { label: string; output: () => string }[] = [];
 /** `node dist/jobs/worker.js` (the Procfile's worker, built by startWebProcess), ready once it says so. */
 async function startWorkerProcess(label: string, env: Record<string, string>): Promise<WorkerProcess> {
   const startedAt = now();
-  const child: ChildProcess = spawn(process.execPath, ['dist/jobs/worker.js'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [...(WORKER_CPU_PROFILE ? ['--import', './bench/cpu-profile-hook.ts'] : []), 'dist/jobs/worker.js'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, ...(WORKER_CPU_PROFILE ? { BENCH_CPU_PROFILE: path.resolve(WORKER_CPU_PROFILE) } : {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (!child.pid) throw new Error(`could not spawn the ${label}`);
   const pid = child.pid;
   const killOnExit = () => {
@@ -508,7 +514,7 @@ async function main(): Promise<number> {
   };
   /**
    * The bench database's backends sampled every 100 ms: how many of the worker's connections (its
-   * pool and its LISTEN connection, application_name invoicing-worker) are busy (active or in a
+   * two pools and its LISTEN connection, application_name invoicing-worker…) are busy (active or in a
    * transaction), and which statements the busy backends of any process are running, a sampling
    * profile of where PostgreSQL's time goes.
    */
@@ -524,7 +530,7 @@ async function main(): Promise<number> {
           SELECT application_name AS app, state, left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 100) AS query
             FROM pg_stat_activity WHERE datname = ${db.name} AND pid <> pg_backend_pid()`.catch(() => null);
         if (rows) {
-          const mine = rows.filter((r) => r.app === 'invoicing-worker');
+          const mine = rows.filter((r) => r.app.startsWith('invoicing-worker'));
           busy.push(mine.filter((r) => r.state !== 'idle').length);
           total = Math.max(total, mine.length);
           for (const r of rows) {
@@ -624,11 +630,15 @@ async function main(): Promise<number> {
       } finally {
         worker.kill('SIGCONT');
       }
+      // The hook's SIGUSR2 starts the profiler, and the next one writes the profile.
+      const profiled = WORKER_CPU_PROFILE !== undefined && r === queuedRounds.length - 1;
+      if (profiled) worker.kill('SIGUSR2');
       const resumed = now();
       const cpu0 = cpuOf();
       const pool1b = samplePool();
       const drained = await until(() => delivered(ids), DRAIN_TIMEOUT_MS, 20);
       const cpu1 = cpuOf();
+      if (profiled) worker.kill('SIGUSR2');
       const q = burstFigures(ids);
       rounds.push({ s, q, resumed, drained, cpuLine: cpuLine(cpu0, cpu1), poolLine: await pool1b() });
       log(`1b. burst (queued), round ${r + 1}/${QUEUED_ROUNDS}: webhooks ${fmt(q.hookRate)}/s, e-mails ${fmt(q.mailRate)}/s${drained ? '' : ' (NOT drained)'}`);
@@ -935,7 +945,7 @@ function renderRun(r: {
     `- Code: ${codeVersion()}`,
     `- Machine: ${m.nproc} CPU(s) (${m.cpu}), ${m.memory} RAM, Node ${m.node}, PostgreSQL ${m.postgres}`,
     `- Load average (1/5/15 min) before: ${m.loadBefore}; after: ${m.loadAfter ?? '–'}`,
-    `- Settings: burst ${fmt(BURST)}, steady ${STEADY_SECONDS} s at one per ${STEADY_INTERVAL_MS} ms, client ${CLIENT_CONCURRENCY} requests in flight; web DATABASE_POOL_SIZE=${WEB_POOL}, worker the default pool; both NODE_ENV=production, the web at LOG_LEVEL=warn and the worker at info (its only info line is the ready line); ` +
+    `- Settings: burst ${fmt(BURST)}, steady ${STEADY_SECONDS} s at one per ${STEADY_INTERVAL_MS} ms, client ${CLIENT_CONCURRENCY} requests in flight; web DATABASE_POOL_SIZE=${WEB_POOL}, worker the default pools (10 for its own work, 10 for pg-boss's job states); both NODE_ENV=production, the web at LOG_LEVEL=warn and the worker at info (its only info line is the ready line); ` +
       `worker EFFECTS ${effects ? `\`${JSON.stringify(effects)}\`` : '(not exported)'}, SMTP pool \`${JSON.stringify(SMTP_POOL)}\`; floor ${FLOOR_CONCURRENCY} webhooks in flight; ` +
       `invoice message ${fmt(r.messageBytes)} bytes with a ${fmt(r.pdfBytes)}-byte PDF, webhook body ${fmt(r.hookBytes)} bytes`,
     `- Result: **${r.pass ? 'PASS' : 'FAIL'}**`,

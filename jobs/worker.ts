@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { PgBoss, JobWithMetadata } from 'pg-boss';
 import { loadConfig, type Config } from '../src/config.js';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase, openQueuePool } from '../src/db/open.js';
 import type { Sql } from '../src/db/client.js';
 import { createBoss, HEARTBEAT_REFRESH_SECONDS, queues, wakeIdleLoop } from '../src/queue/boss.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
@@ -177,6 +177,8 @@ export interface WorkerOptions {
   logger?: Log;
   /** The effect queues' polling backstop behind NOTIFY (tests lengthen it to prove the wake-up). */
   pollingSeconds?: number;
+  /** The pool pg-boss keeps job states on (openQueuePool); otherwise `sql`. */
+  queueSql?: Sql;
 }
 
 /** Registers every queue and schedule on pg-boss; the same code in `worker` and `npm start`. */
@@ -186,7 +188,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   const secrets = loadSecretBox(config);
   // The expiry asks gateways how a session's payment stands, at the addresses configured.
   configureGateways(config);
-  const boss = createBoss(sql, { worker: true });
+  const boss = createBoss(opts.queueSql ?? sql, { worker: true });
   boss.on('error', (err) => log.error({ err }, 'pg-boss error'));
   await boss.start();
   const deps: WorkerDeps = { config, sql, boss, mailer: createMailer(config), secrets, log };
@@ -226,10 +228,12 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config);
   const db = await openDatabase(config, 'invoicing-worker');
-  const worker = await startWorker(config, db.sql, { logger: log });
+  const queueSql = openQueuePool(db, config, 'invoicing-worker-queue');
+  const worker = await startWorker(config, db.sql, { logger: log, queueSql });
   log.info('invoicing worker ready');
   onShutdown(async () => {
     await worker.stop();
+    await queueSql.end({ timeout: 5 });
     await db.close();
   });
 }

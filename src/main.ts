@@ -1,5 +1,5 @@
 import { loadConfig } from './config.js';
-import { openDatabase } from './db/open.js';
+import { openDatabase, openQueuePool } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { closeContext, createContext, startWeb } from './server.js';
 import { onShutdown } from './shutdown.js';
@@ -11,12 +11,14 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, 'invoicing');
   await migrate(db.sql);
   const ctx = await createContext(config, db);
-  const worker = await startWorker(config, db.sql);
+  const queueSql = openQueuePool(db, config, 'invoicing-queue');
+  const worker = await startWorker(config, db.sql, { queueSql });
   const app = await startWeb(ctx);
   app.log.info({ url: config.publicBaseUrl, embeddedDatabase: db.embedded, outbox: config.SMTP_URL ? null : `${config.DATA_DIR}/outbox` }, 'invoicing API ready');
   onShutdown(async () => {
     await app.close();
     await worker.stop();
+    await queueSql.end({ timeout: 5 });
     await closeContext(ctx);
     await db.close();
   });

@@ -11,6 +11,12 @@ export interface DbOptions {
   /** Seconds to wait for a connection before failing the query (→ 503). */
   connectTimeout?: number;
   application?: string;
+  /**
+   * false: a commit answers before its WAL record is flushed to disk (PostgreSQL's
+   * synchronous_commit = off). Only for writes whose loss in a database crash is made good by
+   * running the work again; see openQueuePool.
+   */
+  synchronousCommit?: boolean;
 }
 
 export function createSql(url: string, opts: DbOptions = {}): Sql {
@@ -34,7 +40,7 @@ export function createSql(url: string, opts: DbOptions = {}): Sql {
       numeric: { to: 1700, from: [1700], serialize: (v: string) => String(v), parse: (v: string) => v },
       date: { to: 1082, from: [1082], serialize: (v: string) => v, parse: (v: string) => v },
     } as never,
-    connection: { application_name: opts.application ?? 'invoicing' },
+    connection: { application_name: opts.application ?? 'invoicing', ...(opts.synchronousCommit === false ? { synchronous_commit: 'off' } : {}) },
   }) as unknown as Sql;
 }
 
