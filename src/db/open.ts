@@ -33,13 +33,15 @@ export async function openDatabase(config: Config, application: string): Promise
 
 /**
  * The worker's pool for pg-boss's own statements: fetching, completing, failing and heartbeating
- * jobs, and its maintenance and schedules. Its commits do not wait for the WAL flush, which a busy
- * worker otherwise waits for about four times per effect. What a database crash can take from
- * them is the last fraction of a second of job states, and a job whose state went back runs again,
- * which every handler already survives (a worker can die between doing a job and completing it):
- * its own rows, written on the main pool with durable commits, say the work is done. A durable
- * commit also makes every earlier one durable, so a handler's first write secures the fetch before
- * it. Jobs are enqueued inside the callers' own transactions, never through this pool.
+ * jobs, and its maintenance and schedules. Its commits do not wait for the WAL flush: a job's
+ * fetch and its completion each waited for one, beside its handler's own writes. What a database
+ * crash can take from them is the last fraction of a second of job states, and a job whose state
+ * went back runs again, which every handler already survives (a worker can die between doing a
+ * job and completing it): its own rows, written on the main pool with durable commits, say the
+ * work is done. A durable commit also makes every earlier one durable, so a handler's first write
+ * secures the fetch before it. Our jobs are enqueued inside the writers' own transactions, never
+ * through this pool; what pg-boss enqueues here itself, a schedule's run, comes again at the
+ * schedule's next tick.
  */
 export function openQueuePool(db: Database, config: Config, application: string): Sql {
   return createSql(db.url, { max: config.DATABASE_POOL_SIZE, application, synchronousCommit: false });
