@@ -4,7 +4,6 @@
 // handed out again, and it sends nothing twice because the rows its run wrote, durably on the main
 // pool, say its work is done.
 import t from 'tap';
-import { createSql } from '../src/db/client.js';
 import { openQueuePool } from '../src/db/open.js';
 import { testApp } from './helpers/app.js';
 import { invoiceBody } from './helpers/fixtures.js';
@@ -17,11 +16,10 @@ const EFFECT_QUEUES = ['email-send', 'webhook-fanout', 'webhook-deliver'];
 
 t.test("the queue pool's commits do not wait for the WAL flush; the main pool's do", async (t) => {
   const h = await testApp(t);
-  const queueSql = openQueuePool({ sql: h.sql, url: h.dbUrl, embedded: false, close: async () => {} }, h.ctx.config, 'invoicing-test-queue');
-  const mainSql = createSql(h.dbUrl, { max: 1 });
-  t.teardown(() => Promise.all([queueSql.end(), mainSql.end()]));
+  const queueSql = openQueuePool({ url: h.dbUrl }, h.ctx.config, 'invoicing-test-queue');
+  t.teardown(() => queueSql.end());
   const [queue] = await queueSql<{ synchronous_commit: string }[]>`SHOW synchronous_commit`;
-  const [main] = await mainSql<{ synchronous_commit: string }[]>`SHOW synchronous_commit`;
+  const [main] = await h.sql<{ synchronous_commit: string }[]>`SHOW synchronous_commit`;
   t.equal(queue?.synchronous_commit, 'off', 'job states: asynchronous commit');
   t.equal(main?.synchronous_commit, 'on', 'data and effects: durable commit');
 });

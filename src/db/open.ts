@@ -43,6 +43,6 @@ export async function openDatabase(config: Config, application: string): Promise
  * through this pool; what pg-boss enqueues here itself, a schedule's run, comes again at the
  * schedule's next tick.
  */
-export function openQueuePool(db: Database, config: Config, application: string): Sql {
+export function openQueuePool(db: Pick<Database, 'url'>, config: Pick<Config, 'DATABASE_POOL_SIZE'>, application: string): Sql {
   return createSql(db.url, { max: config.DATABASE_POOL_SIZE, application, synchronousCommit: false });
 }
