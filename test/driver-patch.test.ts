@@ -1,15 +1,18 @@
 // The patched postgres.js stays patched: patches/postgres+3.4.9.patch applies to a pristine 3.4.9
 // through the real postinstall line, a patch that no longer fits fails the install, and the
 // start-up check (src/db/driver-check.ts) accepts the installed driver and refuses, in one line
-// saying what to do, an unpatched copy or another release. The pristine copy is the installed one
-// with the patch reversed, so no network is needed.
+// saying what to do, an unpatched copy or another release. The same for pg-boss and its patch.
+// The pristine copy is the installed one with the patch reversed, so no network is needed.
 import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assertPatchedPostgres, loadedPostgresRoot } from '../src/db/driver-check.js';
+import { assertPatched, loadedPackageRoot, PG_BOSS, POSTGRES_JS, type PatchedPackage } from '../src/db/driver-check.js';
+
+const loadedPostgresRoot = () => loadedPackageRoot(POSTGRES_JS);
+const assertPatchedPostgres = (root?: string) => assertPatched(POSTGRES_JS, root);
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PATCH = 'patches/postgres+3.4.9.patch';
@@ -23,16 +26,17 @@ function run(cwd: string, command: string) {
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-/** An app folder holding the patch and a pristine postgres 3.4.9: the installed copy, the patch reversed. */
-function pristineApp(t: Test): { app: string; driver: string } {
+/** An app folder holding the patch and a pristine copy of `pkg`: the installed copy, the patch reversed. */
+function pristineApp(t: Test, pkg: PatchedPackage = POSTGRES_JS): { app: string; driver: string } {
+  const patch = `patches/${pkg.name}+${pkg.version}.patch`;
   const app = mkdtempSync(path.join(tmpdir(), 'driver-patch-'));
   t.teardown(() => rmSync(app, { recursive: true, force: true }));
-  const driver = path.join(app, 'node_modules', 'postgres');
-  cpSync(loadedPostgresRoot(), driver, { recursive: true });
-  cpSync(path.join(ROOT, PATCH), path.join(app, PATCH));
-  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'driver-patch-fixture', private: true, dependencies: { postgres: '3.4.9' } }));
+  const driver = path.join(app, 'node_modules', pkg.name);
+  cpSync(loadedPackageRoot(pkg), driver, { recursive: true });
+  cpSync(path.join(ROOT, patch), path.join(app, patch));
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'driver-patch-fixture', private: true, dependencies: { [pkg.name]: pkg.version } }));
   const reversed = run(app, 'patch-package --reverse --error-on-fail');
-  if (reversed.status !== 0) throw new Error(`reversing ${PATCH} on a copy of the installed driver failed (is it patched?):\n${reversed.output}`);
+  if (reversed.status !== 0) throw new Error(`reversing ${patch} on a copy of the installed ${pkg.label} failed (is it patched?):\n${reversed.output}`);
   return { app, driver };
 }
 
@@ -88,4 +92,18 @@ t.test('another release fails the check, patched or not', async (t) => {
   const err = t.throws(() => assertPatchedPostgres(driver)) as Error;
   t.notMatch(err.message, '\n');
   t.match(err.message, `postgres.js at ${driver} is 3.4.10, but patches/postgres+3.4.9.patch fixes 3.4.9: run \`npm install\``);
+});
+
+t.test('the pg-boss this process loads is the patched 12.38.0, and an unpatched one fails the check', async (t) => {
+  t.equal(loadedPackageRoot(PG_BOSS), path.join(ROOT, 'node_modules', 'pg-boss'));
+  t.doesNotThrow(() => assertPatched(PG_BOSS));
+  const { app, driver } = pristineApp(t, PG_BOSS);
+  t.notMatch(read(driver, 'dist/manager.js'), 'invoicing:', 'the reversed copy is pristine');
+  const err = t.throws(() => assertPatched(PG_BOSS, driver)) as Error;
+  t.notMatch(err.message, '\n');
+  t.match(err.message, `pg-boss at ${driver} is not patched (missing: "invoicing: a job gives its group slot back as it ends (releaseGroupSlot)" in dist/manager.js): run \`npm install\``);
+  const applied = run(app, POSTINSTALL);
+  t.equal(applied.status, 0, 'the postinstall patches it', { output: applied.output });
+  t.equal(read(driver, 'dist/manager.js'), read(loadedPackageRoot(PG_BOSS), 'dist/manager.js'), 'dist/manager.js as installed');
+  t.doesNotThrow(() => assertPatched(PG_BOSS, driver));
 });

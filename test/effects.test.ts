@@ -9,7 +9,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { testApp, type TestApp } from './helpers/app.js';
 import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { startWorkerProcess } from './helpers/processes.js';
@@ -78,6 +78,18 @@ async function startHangingReceiver(t: { teardown(fn: () => unknown): void }, ho
     });
   t.teardown(close);
   return { state, url: `https://localhost:${port}/hook`, dropAll: () => server.closeAllConnections() };
+}
+
+/** Merchant A's endpoint hangs (20 s, past the 15 s timeout); merchant B's answers at once. */
+async function hangingAndFastMerchants(t: Test) {
+  const hanging = await startHangingReceiver(t, 20_000);
+  const fast = await startHttpsReceiver(t);
+  const h = await testApp(t);
+  const a = await h.key(['*']);
+  const b = await h.key(['*']);
+  await createEndpoint(h, a.key, { url: hanging.url, events: ['client.created'] });
+  await createEndpoint(h, b.key, { url: fast.url(), events: ['client.created'] });
+  return { hanging, fast, h, a, b };
 }
 
 t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail and its webhook arrive at once', async (t) => {
@@ -152,13 +164,7 @@ t.test('a hanging endpoint holds at most its group cap, and another merchant\'s 
   const cap = EFFECTS.webhook.perGroup;
   // More deliveries than the worker has webhook slots: without the cap they would take all of them.
   const burst = EFFECTS.webhook.localConcurrency + 12;
-  const hanging = await startHangingReceiver(t, 20_000);
-  const fast = await startHttpsReceiver(t);
-  const h = await testApp(t);
-  const a = await h.key(['*']);
-  const b = await h.key(['*']);
-  await createEndpoint(h, a.key, { url: hanging.url, events: ['client.created'] });
-  await createEndpoint(h, b.key, { url: fast.url(), events: ['client.created'] });
+  const { hanging, fast, h, a, b } = await hangingAndFastMerchants(t);
   const statuses = new Set<number>();
   for (let i = 0; i < burst; i++) {
     statuses.add((await h.api('POST', '/clients', { key: a.key, body: { name: `A ${i}`, email: `a${i}@a.example.cl` } })).status);
@@ -194,6 +200,43 @@ t.test('a hanging endpoint holds at most its group cap, and another merchant\'s 
   const [active] = await h.sql<{ n: number }[]>`
     SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'webhook-deliver' AND state = 'active'`;
   t.ok(active!.n <= cap, `no more than ${cap} webhook jobs active (${active!.n})`);
+  hanging.dropAll();
+});
+
+t.test('a batch waiting on a hanging receiver gives its other endpoints\' slots back: their deliveries do not wait for its timeouts', async (t) => {
+  const cap = EFFECTS.webhook.perGroup;
+  t.ok(EFFECTS.webhook.batchSize > 1, `webhook attempts are fetched in batches (${EFFECTS.webhook.batchSize})`);
+  const { hanging, fast, h, a, b } = await hangingAndFastMerchants(t);
+  // A's and B's events alternate for A's first cap + 8, then B's go on alone: the first batches
+  // fetched hold both endpoints' attempts, and B has three times its cap waiting behind them.
+  const forB = 3 * cap;
+  for (let i = 0; i < forB; i++) {
+    for (const [m, who] of i < cap + 8 ? [[a, 'a'], [b, 'b']] as const : [[b, 'b']] as const) {
+      const res = await h.api('POST', '/clients', { key: m.key, body: { name: `${who} ${i}`, email: `${who}${i}@${who}.example.cl` } });
+      if (res.status !== 201) throw new Error(`client create: ${res.status}`);
+    }
+  }
+  // Fanned out one event at a time, in the order they happened, so the attempts queue in that order.
+  const fanouts = await h.sql<{ data: { event_id: string } }[]>`
+    DELETE FROM pgboss.job WHERE name = 'webhook-fanout' RETURNING data`;
+  const events = await h.sql<{ id: string }[]>`SELECT id FROM events WHERE id = ANY(${fanouts.map((f) => f.data.event_id)}::uuid[]) ORDER BY created_at, id`;
+  t.equal(events.length, cap + 8 + forB, 'one fan-out per event of A and of B');
+  const deps = { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, secrets: h.ctx.secrets } as WorkerDeps;
+  for (const e of events) await fanOut(deps, [{ event_id: e.id }]);
+
+  let atLastOfB: { open: number; closed: number; received: number } | null = null;
+  fast.reply((_req, n) => {
+    if (n === forB - 1) atLastOfB = { ...hanging.state };
+    return { status: 200, body: 'ok' };
+  });
+  // A minute between polls: what runs after the start-up fetches runs because a slot came free.
+  const worker = await startWorker(h.ctx.config, h.sql, { pollingSeconds: 60 });
+  t.teardown(() => worker.stop());
+  await fast.waitFor(forB, 14_000);
+  t.ok(atLastOfB, `all ${forB} of B's webhooks arrived`);
+  t.equal(atLastOfB!.closed, 0, 'before any of A\'s hanging requests was answered or timed out');
+  t.equal(atLastOfB!.open, cap, `while A's endpoint held its ${cap} requests open`);
+  t.equal(hanging.state.maxOpen, cap, `A never had more than its ${cap} open`);
   hanging.dropAll();
 });
 

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createSql, type Sql } from './client.js';
-import { assertPatchedPostgres } from './driver-check.js';
+import { assertPatched, POSTGRES_JS } from './driver-check.js';
 import { startEmbedded } from './embedded.js';
 
 export interface Database {
@@ -16,7 +16,7 @@ export interface Database {
  * Every process connects through here, so here it refuses a postgres.js without our fixes.
  */
 export async function openDatabase(config: Config, application: string): Promise<Database> {
-  assertPatchedPostgres();
+  assertPatched(POSTGRES_JS);
   const embedded = config.DATABASE_URL ? null : await startEmbedded(config.DATA_DIR, config.EMBEDDED_PG_PORT);
   const url = config.DATABASE_URL ?? embedded!.url;
   const sql = createSql(url, { max: config.DATABASE_POOL_SIZE, application });
