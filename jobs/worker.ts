@@ -13,7 +13,7 @@ import { purgeExpired } from './idempotency-purge.js';
 import { expireCheckouts } from './checkout-expire.js';
 import { pollDteStatus, submitDtes, sweepDtes } from './dte-submit.js';
 import { fanOut } from './webhook-fanout.js';
-import { deliverWebhook } from './webhook-deliver.js';
+import { deliverWebhooks } from './webhook-deliver.js';
 import { DELIVERIES_PER_ENDPOINT } from '../src/webhooks/delivery.js';
 import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
 import { configureGateways } from '../src/checkout/providers/registry.js';
@@ -49,8 +49,8 @@ export const EFFECTS = {
   // loops serve the rest. With a cap of one batch, one merchant's events fanned out one batch after
   // another, and that bounded the webhooks of a burst (bench:effects 1b: 303 → 369 webhooks/s).
   fanout: { localConcurrency: 32, perGroup: 32, batchSize: 8 },
-  // Attempts are fetched 8 at a time and their jobs completed together: half the queue's statements
-  // per webhook (bench:effects 1b: 490 → about 630 webhooks/s). Each attempt gives its endpoint's
+  // Attempts are fetched 8 at a time, claimed in one statement and their jobs completed together:
+  // a third of the statements per webhook they took one by one. Each attempt gives its endpoint's
   // slot back as it ends, so a batch that waits on a hanging receiver holds that endpoint's slots and
   // its own loop, never its neighbours' endpoints: a hanging endpoint still holds at most 16 loops.
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 8 },
@@ -177,13 +177,26 @@ async function workJobs<T extends object>(
 }
 
 /**
- * Each job of a batch run on its own, concurrently. A slow receiver in the batch holds its own
- * endpoint's slots, and its neighbours' for at most SLOT_GRACE_MS.
+ * The jobs of a batch, each run on its own, concurrently: `start` begins them all and gives one
+ * promise per job, in order. A slow job holds its own group's slot, and its neighbours' for at
+ * most SLOT_GRACE_MS.
  */
-function workEach<T extends object>(boss: PgBoss, log: Log, queue: string, shape: Shape, pollingSeconds: number, run: (job: JobWithMetadata<T>) => Promise<unknown>) {
-  return workJobs<T>(boss, log, queue, shape, pollingSeconds, (jobs, release) =>
-    Promise.allSettled(jobs.map((job) => run(job).finally(() => release(job)))),
+function workEachOf<T extends object>(
+  boss: PgBoss,
+  log: Log,
+  queue: string,
+  shape: Shape,
+  pollingSeconds: number,
+  start: (jobs: JobWithMetadata<T>[]) => Promise<unknown>[],
+) {
+  return workJobs<T>(boss, log, queue, shape, pollingSeconds, (jobs, jobEnded) =>
+    Promise.allSettled(start(jobs).map((outcome, n) => outcome.finally(() => jobEnded(jobs[n]!)))),
   );
+}
+
+/** workEachOf with each job begun by `run`. */
+function workEach<T extends object>(boss: PgBoss, log: Log, queue: string, shape: Shape, pollingSeconds: number, run: (job: JobWithMetadata<T>) => Promise<unknown>) {
+  return workEachOf<T>(boss, log, queue, shape, pollingSeconds, (jobs) => jobs.map((job) => run(job)));
 }
 
 /**
@@ -241,7 +254,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
 
   await workEach(boss, log, queues.emailSend.name, EFFECTS.email, polling, (job) => deliverEmail(deps, job.data, isFinalAttempt(job)));
   await workBatches(boss, log, queues.webhookFanout.name, EFFECTS.fanout, polling, (data) => fanOut(deps, data));
-  await workEach(boss, log, queues.webhookDeliver.name, EFFECTS.webhook, polling, (job) => deliverWebhook(deps, job.data));
+  await workEachOf(boss, log, queues.webhookDeliver.name, EFFECTS.webhook, polling, (jobs) => deliverWebhooks(deps, jobs.map((job) => job.data)));
   await workScheduled(boss, log, queues.overdueSweep.name, () => sweepOverdue(deps));
   await workScheduled(boss, log, queues.remindersSchedule.name, () => scheduleReminders(deps));
   await workScheduled(boss, log, queues.idempotencyPurge.name, () => purgeExpired(deps));

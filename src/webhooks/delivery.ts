@@ -113,12 +113,12 @@ function describeFailure(result: PostResult): string | null {
   return null;
 }
 
+/** Attempt number `attempt` of delivery `id`, as one job asks for it. */
+export type AttemptRef = { id: string; attempt: number };
+
 /**
- * Makes attempt number `attempt` of a delivery and records it: a success in one statement, a
- * failure with everything it implies in one transaction (recordFailedAttempt).
- * A stale or duplicate job, or one whose delivery another live worker holds, does nothing.
- * Decisions §10: no connection nor transaction is held while the receiver is waited for. The
- * claim is one statement on the pool `db`, and the outcome gets a transaction of its own.
+ * Makes attempt number `attempt` of a delivery and records it: see attemptClaimed. The claim is one
+ * statement on the pool `db`.
  */
 export async function attemptDelivery(
   db: Sql,
@@ -128,9 +128,53 @@ export async function attemptDelivery(
   attempt: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
 ): Promise<q.DeliveryRow | null> {
+  const [outcome] = attemptDeliveries(db, transact, deps, [{ id: deliveryId, attempt }], timeoutMs);
+  return outcome!;
+}
+
+/**
+ * Makes attempts of several deliveries at once, as the jobs of a batch ask for them: they are
+ * claimed in one statement, and each then goes its own way (one outcome per attempt, in order), so
+ * a slow receiver delays only its own.
+ */
+export function attemptDeliveries(
+  db: Sql,
+  transact: Transact,
+  deps: DeliveryDeps,
+  refs: readonly AttemptRef[],
+  timeoutMs = DELIVERY_TIMEOUT_MS,
+): Promise<q.DeliveryRow | null>[] {
   const now = clock.now();
-  const holdUntil = () => new Date(clock.now().getTime() + HOLD_SECONDS * 1000);
-  const claimed = await q.claimDelivery(db, deliveryId, attempt, now, holdUntil());
+  // A claim is for one attempt, and goes to one job: two jobs asking for the same one (which
+  // singleton keys prevent) cannot both make it.
+  const key = (id: string, attempt: number) => `${id}:${attempt}`;
+  const claims = q.claimDeliveries(db, refs, now, holdUntil()).then((rows) => new Map(rows.map((r) => [key(r.id, r.attempts + 1), r])));
+  return refs.map(async (ref) => {
+    const owned = await claims;
+    const claimed = owned.get(key(ref.id, ref.attempt)) ?? null;
+    owned.delete(key(ref.id, ref.attempt));
+    return attemptClaimed(db, transact, deps, ref, claimed, now, timeoutMs);
+  });
+}
+
+const holdUntil = () => new Date(clock.now().getTime() + HOLD_SECONDS * 1000);
+
+/**
+ * The attempt once claimed, and its record: a success in one statement, a failure with everything
+ * it implies in one transaction (recordFailedAttempt). A stale or duplicate job (not claimed, and
+ * the attempt no longer owed) does nothing; one whose delivery another live run holds throws.
+ * Decisions §10: no connection nor transaction is held while the receiver is waited for; the
+ * outcome gets a transaction of its own.
+ */
+async function attemptClaimed(
+  db: Sql,
+  transact: Transact,
+  deps: DeliveryDeps,
+  { id: deliveryId, attempt }: AttemptRef,
+  claimed: q.ClaimedDelivery | null,
+  now: Date,
+  timeoutMs: number,
+): Promise<q.DeliveryRow | null> {
   if (!claimed) {
     if (await q.attemptOwed(db, deliveryId, attempt)) throw new DeliveryInFlightError(deliveryId, attempt);
     return null;
