@@ -50,9 +50,9 @@ export const EFFECTS = {
   // another, and that bounded the webhooks of a burst (bench:effects 1b: 303 → 369 webhooks/s).
   fanout: { localConcurrency: 32, perGroup: 32, batchSize: 8 },
   // Attempts are fetched 8 at a time, claimed in one statement and their jobs completed together:
-  // a third of the statements per webhook they took one by one. Each attempt gives its endpoint's
-  // slot back as it ends, so a batch that waits on a hanging receiver holds that endpoint's slots and
-  // its own loop, never its neighbours' endpoints: a hanging endpoint still holds at most 16 loops.
+  // a third of the statements per webhook they took one by one. A batch that waits on a hanging
+  // receiver holds that endpoint's slots and its own loop, and its other endpoints' slots for at
+  // most SLOT_GRACE_MS: a hanging endpoint holds at most 16 attempts, so at most 16 of 48 loops.
   webhook: { localConcurrency: 48, perGroup: DELIVERIES_PER_ENDPOINT, batchSize: 8 },
   // One submission of a merchant at a time per worker: its documents go up together.
   dte: { localConcurrency: 4, perGroup: 1, batchSize: 1 },
@@ -145,9 +145,10 @@ async function workJobs<T extends object>(
       if (n === shape.perGroup - Math.min(shape.batchSize, shape.perGroup)) wakeIdleLoop(boss, queue);
     };
     // A batch's jobs give their slots back together when it ends, and its loop fetches the next
-    // batch: freeing each slot as its job ended sent other loops after a slot or two at a time
-    // (bench:effects 1b: 630 → 530 webhooks/s). A batch still running after SLOT_GRACE_MS waits on
-    // something slow: its ended jobs then give their slots back, and each later one as it ends.
+    // batch: freeing each slot as its job ended sent other loops after a slot or two at a time, each
+    // fetching a whole batch and putting most of it back. A batch still running after SLOT_GRACE_MS
+    // waits on something slow: its ended jobs then give their slots back, and each later one as it
+    // ends.
     const ended: SlottedJob<T>[] = [];
     let lingering = false;
     const grace = setTimeout(() => {

@@ -35,7 +35,8 @@ const HOLD_SECONDS = 10;
 const HOLD_RENEW_MS = 3_000;
 
 // Attempts to one endpoint in flight at once in one worker process (pg-boss local group
-// concurrency): a slow or hanging receiver holds at most this many of a worker's 48 webhook slots.
+// concurrency): a slow or hanging receiver holds at most this many attempts, and so at most this
+// many of a worker's 48 webhook fetch loops (jobs/worker.ts EFFECTS).
 // 8 held one busy receiver to what 8 round trips allow (bench:effects 1b: 16 took a burst to one
 // endpoint from 369 to about 490 webhooks/s once fan-out stopped being the limit).
 export const DELIVERIES_PER_ENDPOINT = 16;
