@@ -88,7 +88,7 @@ function keepFetching(boss: PgBoss, queue: string): void {
 
 type Shape = { localConcurrency: number; perGroup: number; batchSize: number };
 
-// How long a batch's ended jobs keep their group slots while the rest of the batch still runs.
+// How long a batch's ended job keeps its group slot while the rest of the batch still runs.
 // Far longer than a batch of quick jobs takes, far shorter than a hanging receiver's 15 s.
 const SLOT_GRACE_MS = 500;
 
@@ -97,10 +97,10 @@ const SLOT_GRACE_MS = 500;
  * a job of a group has `releaseGroupSlot`, which gives the group's local slot back, once, so a
  * batch's fast jobs free their groups as they end instead of when the batch's slowest job does.
  */
-type SlottedJob<T extends object> = JobWithMetadata<T> & { releaseGroupSlot?: () => boolean };
+type SlottedJob<T extends object> = JobWithMetadata<T> & { releaseGroupSlot?: () => void };
 
 /** Called as each job of a batch ends, to give its group slot back (see workJobs). */
-type Release<T extends object> = (job: SlottedJob<T>) => unknown;
+type Release<T extends object> = (job: SlottedJob<T>) => void;
 
 /**
  * Runs a queue's jobs with pg-boss's concurrency; `settle` runs a fetched batch and says how each
@@ -134,7 +134,7 @@ async function workJobs<T extends object>(
     const groups = groupsOf(jobs);
     for (const g of groups) running.set(g, (running.get(g) ?? 0) + 1);
     const holding = new Set(jobs.filter((job) => job.groupId));
-    const release = (job: SlottedJob<T>) => {
+    const release: Release<T> = (job) => {
       if (!holding.delete(job)) return;
       job.releaseGroupSlot?.();
       const n = running.get(job.groupId!)! - 1;
@@ -146,16 +146,22 @@ async function workJobs<T extends object>(
     };
     // A batch's jobs give their slots back together when it ends, and its loop fetches the next
     // batch: freeing each slot as its job ended sent other loops after a slot or two at a time, each
-    // fetching a whole batch and putting most of it back. A batch still running after SLOT_GRACE_MS
-    // waits on something slow: its ended jobs then give their slots back, and each later one as it
-    // ends.
+    // fetching a whole batch and putting most of it back. A job that ends while its neighbours still
+    // run keeps its slot for at most SLOT_GRACE_MS: a batch still running by then waits on something
+    // slow, and its ended jobs give their slots back, each later one as it ends.
     const ended: SlottedJob<T>[] = [];
     let lingering = false;
-    const grace = setTimeout(() => {
-      lingering = true;
-      for (const job of ended) release(job);
-    }, SLOT_GRACE_MS);
-    const jobEnded: Release<T> = (job) => (lingering ? release(job) : ended.push(job));
+    let grace: NodeJS.Timeout | undefined;
+    const jobEnded: Release<T> = (job) => {
+      if (lingering) return release(job);
+      ended.push(job);
+      if (ended.length < jobs.length) {
+        grace ??= setTimeout(() => {
+          lingering = true;
+          for (const j of ended) release(j);
+        }, SLOT_GRACE_MS);
+      }
+    };
     // Work found: more of it may be waiting, for the next idle loop to take. Not when every job
     // found belongs to a group now at its cap: the next loop could take only other groups' jobs,
     // and those woke a loop of their own when they were queued.

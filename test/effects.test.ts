@@ -207,20 +207,22 @@ t.test('a batch waiting on a hanging receiver gives its other endpoints\' slots 
   const cap = EFFECTS.webhook.perGroup;
   t.ok(EFFECTS.webhook.batchSize > 1, `webhook attempts are fetched in batches (${EFFECTS.webhook.batchSize})`);
   const { hanging, fast, h, a, b } = await hangingAndFastMerchants(t);
-  // A's and B's events alternate for A's first cap + 8, then B's go on alone: the first batches
-  // fetched hold both endpoints' attempts, and B has three times its cap waiting behind them.
-  const forB = 3 * cap;
-  for (let i = 0; i < forB; i++) {
-    for (const [m, who] of i < cap + 8 ? [[a, 'a'], [b, 'b']] as const : [[b, 'b']] as const) {
-      const res = await h.api('POST', '/clients', { key: m.key, body: { name: `${who} ${i}`, email: `${who}${i}@${who}.example.cl` } });
-      if (res.status !== 201) throw new Error(`client create: ${res.status}`);
-    }
+  // Each of A's cap events comes before batchSize - 1 of B's, so each batch first fetched holds one
+  // attempt of A's and the rest B's: the batches waiting on A's hanging receiver hold far more of
+  // B's attempts than B's cap. Then B has twice its cap more, to be fetched once slots come back.
+  const batch = EFFECTS.webhook.batchSize;
+  const order = [...Array.from({ length: cap }, () => [a, ...Array<typeof b>(batch - 1).fill(b)]).flat(), ...Array<typeof b>(2 * cap).fill(b)];
+  const forB = order.filter((m) => m === b).length;
+  for (const [i, m] of order.entries()) {
+    const who = m === a ? 'a' : 'b';
+    const res = await h.api('POST', '/clients', { key: m.key, body: { name: `${who} ${i}`, email: `${who}${i}@${who}.example.cl` } });
+    if (res.status !== 201) throw new Error(`client create: ${res.status}`);
   }
   // Fanned out one event at a time, in the order they happened, so the attempts queue in that order.
   const fanouts = await h.sql<{ data: { event_id: string } }[]>`
     DELETE FROM pgboss.job WHERE name = 'webhook-fanout' RETURNING data`;
   const events = await h.sql<{ id: string }[]>`SELECT id FROM events WHERE id = ANY(${fanouts.map((f) => f.data.event_id)}::uuid[]) ORDER BY created_at, id`;
-  t.equal(events.length, cap + 8 + forB, 'one fan-out per event of A and of B');
+  t.equal(events.length, order.length, 'one fan-out per event of A and of B');
   const deps = { config: h.ctx.config, sql: h.sql, boss: h.ctx.boss, secrets: h.ctx.secrets } as WorkerDeps;
   for (const e of events) await fanOut(deps, [{ event_id: e.id }]);
 

@@ -75,4 +75,3 @@ export function assertPatched(pkg: PatchedPackage, root = loadedPackageRoot(pkg)
     );
   }
 }
-
