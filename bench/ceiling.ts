@@ -51,6 +51,13 @@ export async function insertDraft(db: Queryable, t: CeilingTarget): Promise<stri
       tax_inclusive: false,
       tax_rate: TOTALS.taxRate.toFixed(2),
       subtotal: TOTALS.subtotal.toFixed(),
+      taxable_amount: TOTALS.taxableAmount.toFixed(),
+      exempt_amount: TOTALS.exemptAmount.toFixed(),
+      discount_total: TOTALS.discountTotal.toFixed(),
+      global_discount_percent: null,
+      global_discount_amount: null,
+      global_discount_description: null,
+      references: [],
       tax_total: TOTALS.taxTotal.toFixed(),
       total: TOTALS.total.toFixed(),
       public_token: randomToken(),
@@ -58,7 +65,7 @@ export async function insertDraft(db: Queryable, t: CeilingTarget): Promise<stri
       created_at: new Date(),
     },
     t.client,
-    itemRows(ITEMS, TOTALS.lineTotals),
+    itemRows(ITEMS, TOTALS),
   );
   return id;
 }

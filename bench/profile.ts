@@ -136,7 +136,7 @@ async function main(): Promise<void> {
     const input = createInvoiceBody.parse(BODY);
     const first = await sql.begin((tx) => createInvoice(tx, auth.merchant, input, deps));
     const invoiceId = first.id;
-    const client = { id: first.client_id, name: first.client_name, email: first.client_email, rut: first.client_rut, phone: null, address: null };
+    const client = { id: first.client_id, name: first.client_name, email: first.client_email, rut: first.client_rut, phone: null, address: null, giro: null, comuna: null, ciudad: null };
 
     out(`## Diagnostics (${SECONDS} s per line, ${CONN} concurrent, pool ${POOL}, load average ${os.loadavg().map((n) => n.toFixed(2)).join(' / ')})\n`);
     let keyN = 0;

@@ -108,7 +108,7 @@ async function main(): Promise<number> {
   const target: CeilingTarget = {
     merchantId: seed.merchantId,
     invoiceId: createdBody.invoice_id,
-    client: { id: createdBody.client_id, name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76086428-5', phone: null, address: null },
+    client: { id: createdBody.client_id, name: 'Comercial Andes SpA', email: 'pagos@andes.cl', rut: '76086428-5', phone: null, address: null, giro: null, comuna: null, ciudad: null },
   };
   const probe = await fetch(`${web.baseUrl}${API_PREFIX}/invoices/${target.invoiceId}`, { headers: { 'x-api-key': seed.apiKey } });
   const probeBody = (await probe.json()) as { items?: unknown[] };

@@ -73,6 +73,8 @@ export const errorCatalogue = {
   },
   invoice_not_found: { status: 404, retry: 'never', details: noDetails },
   dte_not_found: { status: 404, retry: 'never', details: noDetails },
+  credit_note_not_found: { status: 404, retry: 'never', details: noDetails },
+  debit_note_not_found: { status: 404, retry: 'never', details: noDetails },
   invoice_not_sent: { status: 409, retry: 'never', details: invoiceState(z.literal('draft')) },
   ip_not_allowed: { status: 403, retry: 'never', details: noDetails },
   // A payment provider refusing the account's credentials, or (decisions §15) a tax document the

@@ -100,31 +100,72 @@ export function decimalPlaces(n: number): number {
 export interface LineInput {
   quantity: BigNumberBase.Value;
   unit_price: BigNumberBase.Value;
+  /** Percent off the line's gross amount; or `discount_amount`, never both. */
+  discount_percent?: BigNumberBase.Value | null | undefined;
+  discount_amount?: BigNumberBase.Value | null | undefined;
+  exempt?: boolean | undefined;
+}
+
+/** Off the taxable lines (the exempt ones on an exempt invoice): a percent or an amount. */
+export interface GlobalDiscountInput {
+  percent?: BigNumberBase.Value | undefined;
+  amount?: BigNumberBase.Value | undefined;
+}
+
+export interface LineAmounts {
+  /** round(quantity × unit_price). */
+  gross: Decimal;
+  discount: Decimal;
+  /** gross − discount. */
+  total: Decimal;
+  exempt: boolean;
 }
 
 export interface Totals {
-  lineTotals: Decimal[];
+  lines: LineAmounts[];
+  /** What the global discount applies to: Σ of the taxable lines (the exempt ones on an exempt invoice). */
+  discountBase: Decimal;
+  discountTotal: Decimal;
+  taxableAmount: Decimal;
+  exemptAmount: Decimal;
   subtotal: Decimal;
   taxTotal: Decimal;
   total: Decimal;
   taxRate: Decimal;
 }
 
-/** The invoice arithmetic of decisions §2. */
+const sum = (values: Decimal[]) => values.reduce((a, b) => a.plus(b), new Decimal(0));
+
+/**
+ * The invoice arithmetic of docs/tax-documents.md (§2's, with line discounts, exempt lines and a
+ * global discount): every amount half-up at the currency's precision. Without discounts or exempt
+ * lines it gives §2's figures exactly. Tax inclusive, the taxable lines are gross of tax.
+ */
 export function computeTotals(
   items: LineInput[],
-  opts: { currency: Currency; taxRate: BigNumberBase.Value; taxInclusive: boolean; taxExempt: boolean },
+  opts: { currency: Currency; taxRate: BigNumberBase.Value; taxInclusive: boolean; taxExempt: boolean; globalDiscount?: GlobalDiscountInput | null | undefined },
 ): Totals {
-  const lineTotals = items.map((i) => roundMoney(new Decimal(i.quantity).times(i.unit_price), opts.currency));
-  const sum = lineTotals.reduce((a, b) => a.plus(b), new Decimal(0));
+  const round = (v: Decimal) => roundMoney(v, opts.currency);
+  const lines = items.map((i): LineAmounts => {
+    const gross = round(new Decimal(i.quantity).times(i.unit_price));
+    const discount =
+      i.discount_amount != null ? new Decimal(i.discount_amount) : i.discount_percent != null ? round(gross.times(i.discount_percent).div(100)) : new Decimal(0);
+    return { gross, discount, total: gross.minus(discount), exempt: opts.taxExempt || i.exempt === true };
+  });
+  const exemptLines = sum(lines.filter((l) => l.exempt).map((l) => l.total));
+  const taxableLines = sum(lines.filter((l) => !l.exempt).map((l) => l.total));
+  const discountBase = opts.taxExempt ? exemptLines : taxableLines;
+  const g = opts.globalDiscount;
+  const discountTotal = g?.amount != null ? new Decimal(g.amount) : g?.percent != null ? round(discountBase.times(g.percent).div(100)) : new Decimal(0);
   if (opts.taxExempt) {
-    return { lineTotals, subtotal: sum, taxTotal: new Decimal(0), total: sum, taxRate: new Decimal(0) };
+    const exemptAmount = exemptLines.minus(discountTotal);
+    const zero = new Decimal(0);
+    return { lines, discountBase, discountTotal, taxableAmount: zero, exemptAmount, subtotal: exemptAmount, taxTotal: zero, total: exemptAmount, taxRate: zero };
   }
   const rate = new Decimal(opts.taxRate);
-  if (opts.taxInclusive) {
-    const subtotal = roundMoney(sum.div(rate.div(100).plus(1)), opts.currency);
-    return { lineTotals, subtotal, taxTotal: sum.minus(subtotal), total: sum, taxRate: rate };
-  }
-  const taxTotal = roundMoney(sum.times(rate).div(100), opts.currency);
-  return { lineTotals, subtotal: sum, taxTotal, total: sum.plus(taxTotal), taxRate: rate };
+  const taxablePart = taxableLines.minus(discountTotal);
+  const taxableAmount = opts.taxInclusive ? round(taxablePart.div(rate.div(100).plus(1))) : taxablePart;
+  const taxTotal = opts.taxInclusive ? taxablePart.minus(taxableAmount) : round(taxableAmount.times(rate).div(100));
+  const subtotal = taxableAmount.plus(exemptLines);
+  return { lines, discountBase, discountTotal, taxableAmount, exemptAmount: exemptLines, subtotal, taxTotal, total: subtotal.plus(taxTotal), taxRate: rate };
 }

@@ -28,7 +28,7 @@ t.test('POST /clients creates the Client resource', async (t) => {
   t.match(c.id, UUID);
   t.same(
     Object.keys(c).sort(),
-    ['_links', 'address', 'created_at', 'email', 'id', 'name', 'phone', 'rut', 'updated_at'],
+    ['_links', 'address', 'ciudad', 'comuna', 'created_at', 'email', 'giro', 'id', 'name', 'phone', 'rut', 'updated_at'],
     'exactly the fields of the Client resource',
   );
   t.equal(c.name, 'Comercial Andes SpA');

@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { openConsole } from './helpers/admin-console.js';
 import { testApp } from './helpers/app.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 import { startSiiStandin } from './helpers/sii-standin.js';
 import { until } from './helpers/until.js';
 
@@ -33,7 +33,7 @@ t.test('the merchant list shows the folios left per type', async (t) => {
     const texts = await page.locator('#f-merchant option').allTextContents();
     return texts.length === 3 ? texts : null;
   });
-  t.ok(options.includes('Emisora SpA · facturacion@test.cl · DTE folios left: 33: 30, 34: 5, 61: 0'), 'folios per type beside the merchant');
+  t.ok(options.includes('Emisora SpA · facturacion@test.cl · DTE folios left: 33: 30, 34: 5, 56: 0, 61: 0'), 'folios per type beside the merchant');
   t.ok(options.includes('Sin DTE SpA · facturacion@test.cl'), 'nothing for a merchant without CAFs');
   t.same(pageErrors, []);
 });
@@ -44,9 +44,12 @@ t.test("a picked merchant's tax documents, a rejected one with SII's reason", as
   await h.startWorker();
   const { key, merchantId } = await h.key(['*']);
   const other = await h.merchant({ name: 'Sin DTE SpA' });
-  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 7, to: 30 }]);
+  await dteMerchant(h, merchantId, sii, [
+    { type: 33, from: 7, to: 30 },
+    { type: 61, from: 3, to: 9 },
+  ]);
   const send = async () => {
-    const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+    const res = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
     if (res.status !== 201) throw new Error(`POST /invoices: ${res.status} ${res.raw}`);
     return res.body.invoice_id as string;
   };
@@ -58,17 +61,23 @@ t.test("a picked merchant's tax documents, a rejected one with SII's reason", as
   const rejectedId = await send();
   await settled(rejectedId, 'rejected');
   const [accepted, rejected] = await Promise.all([acceptedId, rejectedId].map(async (id) => (await h.api('GET', `/invoices/${id}`, { key })).body));
+  standin.outcome = { kind: 'accepted' };
+  const credit = await h.api('POST', `/invoices/${acceptedId}/credit-notes`, { key, body: { reason: 'correct_text', corrected_text: 'Giro: Comercio al por menor' } });
+  t.equal(credit.status, 201);
+  await until('the credit note accepted', async () => (await h.api('GET', `/credit-notes/${credit.body.id}`, { key })).body.dte_status === 'accepted', 60_000);
 
   const { page, pageErrors } = await openConsole(t, h, { width: 1200, height: 900 });
   await signIn(page);
   t.ok(await page.locator('#dte-documents').isHidden(), 'no documents while every merchant is listed');
   await page.selectOption('#f-merchant', merchantId);
   const rows = () => page.locator('#dte-rows tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
-  const shown = await until('the documents', async () => ((await rows()).length === 2 ? rows() : null));
+  const shown = await until('the documents', async () => ((await rows()).length === 3 ? rows() : null));
+  const noteTrack = (await h.api('GET', `/credit-notes/${credit.body.id}`, { key })).body.dte_track_id;
   t.same(shown, [
-    ['33 factura electrónica', '8', rejected.invoice_number, 'rejected', rejected.dte_track_id, 'RCT Rechazado por Error en Caratula', shown[0]![6]],
-    ['33 factura electrónica', '7', accepted.invoice_number, 'accepted', accepted.dte_track_id, '', shown[1]![6]],
-  ], 'type, folio, invoice, status, track id and, for the rejected one, the reason; newest first');
+    ['61 nota de crédito', '3', `${accepted.invoice_number} · CN-000001`, 'accepted', noteTrack, '', shown[0]![6]],
+    ['33 factura electrónica', '8', rejected.invoice_number, 'rejected', rejected.dte_track_id, 'RCT Rechazado por Error en Caratula', shown[1]![6]],
+    ['33 factura electrónica', '7', accepted.invoice_number, 'accepted', accepted.dte_track_id, '', shown[2]![6]],
+  ], 'type, folio, invoice (and a note its number), status, track id and, for the rejected one, the reason; newest first');
   t.match(shown[0]![6], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, 'when it was last updated');
 
   await page.selectOption('#f-merchant', other.id);
@@ -79,7 +88,7 @@ t.test("a picked merchant's tax documents, a rejected one with SII's reason", as
 
   if (process.env.SCREENSHOTS_DIR) {
     await page.selectOption('#f-merchant', merchantId);
-    await until('the documents again', async () => (await rows()).length === 2);
+    await until('the documents again', async () => (await rows()).length === 3);
     await page.screenshot({ path: path.resolve(process.env.SCREENSHOTS_DIR, 'admin-console-dte.png'), fullPage: true });
   }
 });

@@ -7,7 +7,7 @@ import t from 'tap';
 import { DOMParser } from '@xmldom/xmldom';
 import { testApp, type TestApp } from './helpers/app.js';
 import { cafFile, DTE_PROFILE, dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 import { checkoutBody, checkoutFormOf } from './helpers/checkout.js';
 import { startSiiStandin } from './helpers/sii-standin.js';
 import { until } from './helpers/until.js';
@@ -29,7 +29,7 @@ t.test('the credit note is issued on cancel, uploaded and accepted, and the invo
     { type: 33, from: 10, to: 20 },
     { type: 61, from: 5, to: 9 },
   ]);
-  const created = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+  const created = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
   const id = created.body.invoice_id as string;
   await until('the DTE accepted', async () => (await h.api('GET', `/invoices/${id}`, { key })).body.dte_status === 'accepted', 60_000);
 
@@ -70,7 +70,7 @@ t.test('no type-61 folio left refuses the cancel and changes nothing; no DTE can
   const h = await testApp(t, { SII_CERT_FILE: sii.certFile, SII_BASE_URL: standin.url });
   const { key, merchantId } = await h.key(['*']);
   await dteMerchant(h, merchantId, sii, [{ type: 33, from: 1, to: 5 }]);
-  const created = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+  const created = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
   const id = created.body.invoice_id as string;
   const refused = await h.api('POST', `/invoices/${id}/cancel`, { key, body: {} });
   t.equal(refused.status, 400);
@@ -81,7 +81,7 @@ t.test('no type-61 folio left refuses the cancel and changes nothing; no DTE can
   t.equal(after.body.credit_note, null);
 
   const plain = await h.key(['*']);
-  const other = await h.api('POST', '/invoices', { key: plain.key, body: invoiceBody({ send_immediately: true }) });
+  const other = await h.api('POST', '/invoices', { key: plain.key, body: facturaBody({ send_immediately: true }) });
   const cancelled = await h.api('POST', `/invoices/${other.body.invoice_id}/cancel`, { key: plain.key, body: {} });
   t.equal(cancelled.status, 200);
   t.equal(cancelled.body.status, 'cancelled');
@@ -101,8 +101,15 @@ async function seller(h: TestApp) {
   return { merchantId: m.id, key };
 }
 
+/**
+ * A checkout paid by a company the merchant knows already: its invoice takes that client as it
+ * is, RUT, giro and comuna included, so it gets a factura (a consumer's gets none, decisions §17).
+ */
 async function checkout(h: TestApp, key: string) {
-  const res = await h.api('POST', '/checkout', { key, body: checkoutBody() });
+  const body = checkoutBody();
+  const client = await h.api('POST', '/clients', { key, body: { ...facturaBody().client, name: body.customer_name, email: body.customer_email } });
+  if (client.status !== 201) throw new Error(`client create: ${client.status} ${client.raw}`);
+  const res = await h.api('POST', '/checkout', { key, body });
   if (res.status !== 201) throw new Error(`checkout create: ${res.status} ${res.raw}`);
   return res.body as { checkout_id: string; checkout_url: string; invoice_id: string; expires_at: string };
 }

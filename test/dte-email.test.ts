@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { prepareZXingModule, readBarcodes } from 'zxing-wasm/reader';
 import { testApp } from './helpers/app.js';
 import { dteMerchant, readDte, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 import { pdfToText } from './helpers/pdftotext.js';
 import { startSmtpSink } from './helpers/smtp.js';
 
@@ -46,7 +46,7 @@ t.test('the invoice e-mail carries the signed XML and a PDF whose timbre scans b
 
   const created = await h.api('POST', '/invoices', {
     key,
-    body: invoiceBody({ client: { name: 'Peñalolén Diseño Ltda', email: 'pagos@penalolen.cl' }, send_immediately: true }),
+    body: facturaBody({ client: { name: 'Peñalolén Diseño Ltda', email: 'pagos@penalolen.cl' }, send_immediately: true }),
   });
   t.equal(created.status, 201);
   const [mail] = await smtp.waitFor(1, 60_000);

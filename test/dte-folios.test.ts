@@ -4,7 +4,7 @@
 import t from 'tap';
 import { testApp } from './helpers/app.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 
 const sii = siiAuthority();
 t.teardown(() => sii.cleanup());
@@ -22,7 +22,7 @@ t.test('folios under concurrency', async (t) => {
       { type: 33, from: 1, to: 10, authorizedOn: '2026-01-10' },
     ]);
     const results = await Promise.all(
-      Array.from({ length: 30 }, () => h.api('POST', '/invoices', { key, body: invoiceBody({ client: { name: 'Mismo', email: 'mismo@example.cl' }, send_immediately: true }) })),
+      Array.from({ length: 30 }, () => h.api('POST', '/invoices', { key, body: facturaBody({ client: { name: 'Mismo', email: 'mismo@example.cl' }, send_immediately: true }) })),
     );
     t.equal(results.filter((r) => r.status === 201).length, 20, '20 sent');
     const refused = results.filter((r) => r.status !== 201);
@@ -48,7 +48,7 @@ t.test('folios under concurrency', async (t) => {
     await dteMerchant(h, b.merchantId, sii, [{ type: 33, from: 500, to: 550 }]);
     await Promise.all(
       Array.from({ length: 24 }, (_, i) =>
-        h.api('POST', '/invoices', { key: i % 3 === 2 ? b.key : a.key, body: invoiceBody({ send_immediately: true, is_tax_exempt: i % 3 === 1 }) }),
+        h.api('POST', '/invoices', { key: i % 3 === 2 ? b.key : a.key, body: facturaBody({ send_immediately: true, is_tax_exempt: i % 3 === 1 }) }),
       ),
     );
     const folios = async (merchantId: string, type: number) =>

@@ -12,7 +12,7 @@ import { setTaxProfile } from '../src/merchants/service.js';
 import { testApp, TEST_ENV } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { cafFile, DTE_PROFILE, merchantPkcs12, readDte, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 
 const TOKEN = 'adm_test_0123456789abcdefghijklmnopqrstuvwxyz';
 const sii = siiAuthority();
@@ -63,7 +63,7 @@ t.test('the CLI sets a merchant up end to end; it then sends an invoice with a f
     'every missing field named',
   );
 
-  const profile = await runCli(h.dbUrl, 'merchants', 'set-tax-profile', '--merchant', merchantId, ...PROFILE_ARGS, '--acteco', '620200', '--resolucion-numero', '80', '--resolucion-fecha', '2014-08-22', '--sii-env', 'certificacion');
+  const profile = await runCli(h.dbUrl, 'merchants', 'set-tax-profile', '--merchant', merchantId, ...PROFILE_ARGS, '--acteco', '620200', '--resolucion-numero', '0', '--resolucion-fecha', '2014-08-22', '--sii-env', 'certificacion');
   t.equal(profile.code, 0);
 
   const wrong = await runCli(h.dbUrl, 'dte', 'certificate', 'add', '--merchant', merchantId, '--file', p12, '--password-env', 'HOME');
@@ -79,7 +79,7 @@ t.test('the CLI sets a merchant up end to end; it then sends an invoice with a f
   t.equal(loaded.code, 0);
   t.match(loaded.out, { dte_type: 33, folio_from: 1, folio_to: 10, folios_left: 10 });
 
-  const sent = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+  const sent = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
   t.equal(sent.status, 201);
   const invoice = (await h.api('GET', `/invoices/${sent.body.invoice_id}`, { key })).body;
   t.match(invoice, { dte_type: 33, dte_folio: 1, dte_status: 'pending' });
@@ -121,7 +121,7 @@ t.test('the admin router: certificate never returned, CAFs checked, status with 
   const overlap = await refusal(caf({ from: 40, to: 80 }));
   t.match(overlap, { details: { errors: [{ path: 'file', message: /overlap the loaded CAF 1\.\.50/ }] } });
   const boleta = await refusal(caf({ type: 39, from: 1, to: 10 }));
-  t.match(boleta, { details: { errors: [{ message: /type 39; only 33, 34 and 61/ }] } });
+  t.match(boleta, { details: { errors: [{ message: /type 39; only 33, 34, 56, 61 are issued/ }] } });
   const production = await refusal(caf({ from: 51, to: 60, idk: 300 }));
   t.match(production, { details: { errors: [{ message: /key 300, not by the key of the certificacion environment \(100\)/ }] } });
   const notXml = await refusal(admin.dte.addCaf({ merchant_id: m.id, file_base64: b64(Buffer.from('<AUTORIZACION>')) }));
@@ -129,11 +129,11 @@ t.test('the admin router: certificate never returned, CAFs checked, status with 
   t.match(await caf({ type: 34, from: 40, to: 80 }), { dte_type: 34 }, 'the same range of another type is no overlap');
 
   const status = await admin.dte.status({ merchant_id: m.id });
-  t.match(status, { enabled: true, missing: [], folios_left: { 33: 50, 34: 41, 61: 0 } });
+  t.match(status, { enabled: true, missing: [], folios_left: { 33: 50, 34: 41, 56: 0, 61: 0 } });
   t.same(Object.keys(status.certificate!).sort(), ['added_at', 'merchant_id', 'not_after', 'subject_name', 'subject_rut']);
   t.equal(status.cafs.length, 2);
   t.notOk(JSON.stringify(status).includes('PRIVATE KEY'), 'no key shown');
-  t.same(await admin.dte.foliosLeft(), [{ merchant_id: m.id, folios_left: { 33: 50, 34: 41, 61: 0 } }]);
+  t.same(await admin.dte.foliosLeft(), [{ merchant_id: m.id, folios_left: { 33: 50, 34: 41, 56: 0, 61: 0 } }]);
 
   const other = await h.merchant();
   t.match(await admin.dte.status({ merchant_id: other.id }), {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { testApp, type TestApp } from './helpers/app.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody } from './helpers/fixtures.js';
 import { startSiiStandin, type SiiStandin } from './helpers/sii-standin.js';
 import { until } from './helpers/until.js';
 
@@ -23,7 +23,7 @@ async function setup(t: { teardown(fn: () => unknown): void }, standin: SiiStand
 }
 
 async function sendInvoice(h: TestApp, key: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true, ...extra }) });
+  const res = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true, ...extra }) });
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.invoice_id as string;
 }

@@ -6,7 +6,7 @@ import t from 'tap';
 import { testApp, type TestApp } from './helpers/app.js';
 import { addCaf } from '../src/dte/service.js';
 import { cafFile, DTE_PROFILE, dteMerchant, readDte, siiAuthority } from './helpers/dte-fixtures.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody, invoiceBody } from './helpers/fixtures.js';
 import { clock, dateInZone } from '../src/clock.js';
 import { setRate } from '../src/rates/service.js';
 
@@ -27,7 +27,7 @@ t.test('DTE', async (t) => {
   ]);
 
   t.test('a sent invoice gets type 33, the first folio, a signed EnvioDTE that verifies and amounts equal to its own', async (t) => {
-    const body = invoiceBody({
+    const body = facturaBody({
       client: { name: 'Ñandú & Hijos "Ltda"', email: 'pagos@nandu.cl', rut: '12.345.678-5', address: 'Av. Ñuble 99' },
       items: [
         { description: 'Consultoría de diseño', quantity: 2, unit_price: 5000 },
@@ -60,7 +60,7 @@ t.test('DTE', async (t) => {
     t.equal(dte.value('Acteco'), '620200');
     t.equal(dte.value('RutReceptor'), '60803000-K', 'the Carátula is addressed to SII');
     t.equal(dte.value('RutEnvia'), '11111111-1', "the certificate holder's RUT");
-    t.equal(dte.value('NroResol'), '80');
+    t.equal(dte.value('NroResol'), '0', 'certificación: resolution 0');
     t.equal(dte.value('FchResol'), '2014-08-22');
     const whole = (s: string) => String(Number(s));
     t.equal(dte.value('MntNeto'), whole(invoice.subtotal));
@@ -83,7 +83,7 @@ t.test('DTE', async (t) => {
   t.test('a tax-inclusive invoice: gross lines (MntBruto), and MntNeto + IVA = MntTotal = the total', async (t) => {
     const created = await h.api('POST', '/invoices', {
       key,
-      body: invoiceBody({ tax_inclusive: true, items: [{ description: 'Plan mensual', quantity: 1, unit_price: 86710 }], send_immediately: true }),
+      body: facturaBody({ tax_inclusive: true, items: [{ description: 'Plan mensual', quantity: 1, unit_price: 86710 }], send_immediately: true }),
     });
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key })).body;
     t.match(invoice, { dte_type: 33, dte_folio: 2, total: '86710.00', subtotal: '72866.00', tax_total: '13844.00' });
@@ -94,10 +94,10 @@ t.test('DTE', async (t) => {
     t.same(dte.values('MontoItem'), ['86710']);
   });
 
-  t.test('a tax-exempt invoice is type 34 with MntExe and no VAT; a client without RUT is 66666666-6', async (t) => {
+  t.test('a tax-exempt invoice is type 34 with MntExe and no VAT, to the client company with its giro and comuna', async (t) => {
     const created = await h.api('POST', '/invoices', {
       key,
-      body: invoiceBody({ is_tax_exempt: true, items: [{ description: 'Curso “avanzado” — 3 días €', quantity: 3, unit_price: 25000 }], send_immediately: true }),
+      body: facturaBody({ is_tax_exempt: true, items: [{ description: 'Curso “avanzado” — 3 días €', quantity: 3, unit_price: 25000 }], send_immediately: true }),
     });
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key })).body;
     t.match(invoice, { dte_type: 34, dte_folio: 1, dte_status: 'pending' });
@@ -110,14 +110,53 @@ t.test('DTE', async (t) => {
     t.equal(dte.value('MntTotal'), '75000');
     t.equal(dte.value('IVA'), null);
     t.equal(dte.value('MntNeto'), null);
-    t.equal(dte.value('RUTRecep'), '66666666-6');
+    t.equal(dte.value('RUTRecep'), '77123456-9');
+    t.equal(dte.value('GiroRecep'), 'Comercio al por mayor');
+    t.equal(dte.value('DirRecep'), 'Av. Vicuña Mackenna 4860');
+    t.equal(dte.value('CmnaRecep'), 'Macul');
+    t.equal(dte.value('CiudadRecep'), 'Santiago');
     t.equal(dte.value('NmbItem'), 'Curso "avanzado" - 3 días EUR', 'characters ISO-8859-1 lacks, in their plain form');
+  });
+
+  t.test('a client without a Chilean RUT (a consumer) gets no factura: not_applicable, no folio; nor does the generic RUT', async (t) => {
+    for (const rut of [undefined, '66.666.666-6', 'DE123456789']) {
+      const body = invoiceBody({ send_immediately: true });
+      if (rut) body.client.rut = rut;
+      const created = await h.api('POST', '/invoices', { key, body });
+      t.equal(created.status, 201);
+      const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key })).body;
+      t.match(invoice, { status: 'sent', dte_type: null, dte_folio: null, dte_status: 'not_applicable' }, `client RUT ${rut ?? 'none'}`);
+      t.equal((await dteXml(h, key, invoice.id)).status, 404);
+    }
+  });
+
+  t.test('a Chilean RUT without giro, address or comuna: the send is refused naming each, nothing created or numbered', async (t) => {
+    const [before] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`;
+    const refused = await h.api('POST', '/invoices', {
+      key,
+      body: invoiceBody({ client: { name: 'Sin Giro Ltda', email: 'singiro@example.cl', rut: '12.345.678-5' }, send_immediately: true }),
+    });
+    t.equal(refused.status, 422);
+    t.equal(refused.body.code, 'validation_error');
+    t.same(
+      refused.body.details.errors.map((f: { path: string }) => f.path),
+      ['client.giro', 'client.address', 'client.comuna'],
+    );
+    const [after] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`;
+    t.equal(after!.n, before!.n, 'no invoice created');
+
+    const draft = await h.api('POST', '/invoices', { key, body: invoiceBody({ client: { name: 'Sin Comuna Ltda', email: 'sincomuna@example.cl', rut: '12.345.678-5', giro: 'Minería', address: 'Calle 1' } }) });
+    const send = await h.api('POST', `/invoices/${draft.body.invoice_id}/send`, { key });
+    t.equal(send.status, 422);
+    t.same(send.body.details.errors.map((f: { path: string }) => f.path), ['client.comuna']);
+    const still = (await h.api('GET', `/invoices/${draft.body.invoice_id}`, { key })).body;
+    t.match(still, { status: 'draft', invoice_number: null, dte_folio: null }, 'still a draft, not numbered');
   });
 
   t.test('another currency: not_applicable, no folio, no document', async (t) => {
     // The merchant's today, not the database's: they differ for three hours of every UTC night.
     await setRate(h.sql, merchantId, 'USD', dateInZone(clock.now(), 'America/Santiago'), '950');
-    const created = await h.api('POST', '/invoices', { key, body: invoiceBody({ currency: 'USD', send_immediately: true }) });
+    const created = await h.api('POST', '/invoices', { key, body: facturaBody({ currency: 'USD', send_immediately: true }) });
     t.equal(created.status, 201);
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key })).body;
     t.match(invoice, { dte_type: null, dte_folio: null, dte_status: 'not_applicable' });
@@ -132,16 +171,16 @@ t.test('DTE', async (t) => {
   });
 
   t.test('no folio left: the send is refused with merchant_misconfigured and nothing changes', async (t) => {
-    const last = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+    const last = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
     t.equal(last.status, 201, 'folio 3, the last one');
     const [before] = await h.sql`SELECT last_number FROM invoice_counters WHERE merchant_id = ${merchantId}`;
-    const draft = await h.api('POST', '/invoices', { key, body: invoiceBody() });
+    const draft = await h.api('POST', '/invoices', { key, body: facturaBody() });
     const sent = await h.api('POST', `/invoices/${draft.body.invoice_id}/send`, { key });
     t.equal(sent.status, 400);
     t.match(sent.body, { code: 'merchant_misconfigured', details: { dte_type: 33 } });
     const still = (await h.api('GET', `/invoices/${draft.body.invoice_id}`, { key })).body;
     t.match(still, { status: 'draft', invoice_number: null, dte_folio: null, dte_status: null });
-    const immediate = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
+    const immediate = await h.api('POST', '/invoices', { key, body: facturaBody({ send_immediately: true }) });
     t.equal(immediate.status, 400);
     t.match(immediate.body, { code: 'merchant_misconfigured', details: { dte_type: 33 } });
     const [after] = await h.sql`SELECT last_number FROM invoice_counters WHERE merchant_id = ${merchantId}`;
@@ -159,7 +198,7 @@ t.test('DTE', async (t) => {
 
   t.test('a merchant without DTE setup works as before: dte_* null, no document', async (t) => {
     const plain = await h.key(['*']);
-    const created = await h.api('POST', '/invoices', { key: plain.key, body: invoiceBody({ send_immediately: true }) });
+    const created = await h.api('POST', '/invoices', { key: plain.key, body: facturaBody({ send_immediately: true }) });
     t.equal(created.status, 201);
     t.equal(created.body.invoice_number, 'INV-000001');
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key: plain.key })).body;

@@ -304,6 +304,16 @@ const invoice = (n: number, extra: Json = {}) => ({
   items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
   ...extra,
 });
+/** A company client, as a factura needs its receiver (decisions §17). */
+const company = (n: number) => ({
+  name: `Empresa ${n} SpA`,
+  email: `empresa${n}@example.cl`,
+  rut: '77.123.456-9',
+  giro: 'Comercio al por mayor',
+  address: 'Av. Vicuña Mackenna 4860',
+  comuna: 'Macul',
+  ciudad: 'Santiago',
+});
 const checkout = (n: number) => ({
   amount: 11900,
   description: `Pedido ${n}`,
@@ -492,15 +502,51 @@ t.test('the whole API through the generated client, checked against the served d
 
   // Tax documents (decisions §15): the merchant is set up for them only now, so that the invoices
   // above have none. One is accepted by the SII, then the SII rejects the next.
-  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 1, to: 10 }]);
-  const taxed = await expect(api.POST(`${P}/invoices`, { body: invoice(8, { send_immediately: true }) }), 201);
+  await dteMerchant(h, merchantId, sii, [
+    { type: 33, from: 1, to: 10 },
+    { type: 56, from: 1, to: 10 },
+    { type: 61, from: 1, to: 10 },
+  ]);
+  const taxed = await expect(
+    api.POST(`${P}/invoices`, {
+      body: invoice(8, {
+        client: company(8),
+        items: [{ description: 'Cajas', quantity: 10, unit_price: 1500, discount_percent: 10 }],
+        references: [{ type: '801', folio: '4500012345', date: '2026-11-20' }],
+        send_immediately: true,
+      }),
+    }),
+    201,
+  );
   const taxedPath = { params: { path: { invoice_id: taxed.invoice_id } } };
   const dteStatus = async (path: typeof taxedPath) => (await expect(api.GET(`${P}/invoices/{invoice_id}`, path), 200)).dte_status;
   await until('the DTE accepted', async () => (await dteStatus(taxedPath)) === 'accepted', 60_000);
   const envio = await expect(api.GET(`${P}/invoices/{invoice_id}/dte.xml`, { ...taxedPath, parseAs: 'text' }), 200);
   t.match(envio, /<EnvioDTE[\s\S]*<TipoDTE>33<\/TipoDTE>[\s\S]*<Folio>1<\/Folio>/, 'the signed EnvioDTE of folio 1');
+
+  // Its notes: goods returned, that credit note cancelled, a charge; each with its DTE and PDF.
+  const line = (await expect(api.GET(`${P}/invoices/{invoice_id}`, taxedPath), 200)).items[0]!;
+  const credit = await expect(api.POST(`${P}/invoices/{invoice_id}/credit-notes`, { ...taxedPath, body: { reason: 'return', items: [{ item_id: line.id, quantity: 2 }] } }), 201);
+  t.match(credit, { number: 'CN-000001', reason: 'return', total: '3213.00', dte_type: 61, dte_folio: 1 }, '2 × 1500 − 10 % = 2700, + 19 % = 3213');
+  const creditPath = { params: { path: { credit_note_id: credit.id } } };
+  t.same((await expect(api.GET(`${P}/invoices/{invoice_id}/credit-notes`, taxedPath), 200)).data, [credit]);
+  t.same(await expect(api.GET(`${P}/credit-notes/{credit_note_id}`, creditPath), 200), credit);
+  t.match(await expect(api.GET(`${P}/credit-notes/{credit_note_id}/dte.xml`, { ...creditPath, parseAs: 'text' }), 200), /<TipoDTE>61<\/TipoDTE>/);
+  t.equal(Buffer.from(await expect(api.GET(`${P}/credit-notes/{credit_note_id}/pdf`, { ...creditPath, parseAs: 'arrayBuffer' }), 200)).subarray(0, 5).toString('latin1'), '%PDF-');
+  const undo = await expect(api.POST(`${P}/credit-notes/{credit_note_id}/debit-notes`, { ...creditPath, body: { reason: 'cancel' } }), 201);
+  t.match(undo, { number: 'DN-000001', reason: 'cancel', credit_note_id: credit.id, total: '3213.00', dte_type: 56 });
+  const charge = await expect(
+    api.POST(`${P}/invoices/{invoice_id}/debit-notes`, { ...taxedPath, body: { reason: 'charge', description: 'Intereses por mora', items: [{ description: 'Intereses noviembre', quantity: 1, unit_price: 1000 }] } }),
+    201,
+  );
+  const debitPath = { params: { path: { debit_note_id: charge.id } } };
+  t.same((await expect(api.GET(`${P}/invoices/{invoice_id}/debit-notes`, taxedPath), 200)).data, [undo, charge]);
+  t.same(await expect(api.GET(`${P}/debit-notes/{debit_note_id}`, debitPath), 200), charge);
+  t.match(await expect(api.GET(`${P}/debit-notes/{debit_note_id}/dte.xml`, { ...debitPath, parseAs: 'text' }), 200), /<TipoDTE>56<\/TipoDTE>/);
+  t.equal(Buffer.from(await expect(api.GET(`${P}/debit-notes/{debit_note_id}/pdf`, { ...debitPath, parseAs: 'arrayBuffer' }), 200)).subarray(0, 5).toString('latin1'), '%PDF-');
+  t.match(await expect(api.GET(`${P}/invoices/{invoice_id}`, taxedPath), 200), { amount_credited: '0.00', amount_debited: '1190.00', amount_due: '17255.00' }, '16065 − (3213 credited, then cancelled) + 1190');
   standin.outcome = { kind: 'envelope_rejected', code: 'RCT', glosa: 'Rechazado por Error en Caratula' };
-  const refusedPath = { params: { path: { invoice_id: (await expect(api.POST(`${P}/invoices`, { body: invoice(9, { send_immediately: true }) }), 201)).invoice_id } } };
+  const refusedPath = { params: { path: { invoice_id: (await expect(api.POST(`${P}/invoices`, { body: invoice(9, { client: company(9), send_immediately: true }) }), 201)).invoice_id } } };
   await until('the DTE rejected', async () => (await dteStatus(refusedPath)) === 'rejected', 60_000);
 
   // Every event type happened for real; the endpoint of all events got each (in no set order).

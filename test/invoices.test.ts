@@ -66,7 +66,17 @@ t.test('invoices', async (t) => {
     const after = await h.api('GET', `/clients/${first.body.client_id}`, { key });
     t.same(after.body, before.body, 'the client was not modified');
     const inv = await h.api('GET', `/invoices/${second.body.invoice_id}`, { key });
-    t.same(inv.body.client, { id: first.body.client_id, name: 'Comercial Andes SpA', email: 'Pagos@Andes.cl', phone: '+56 2 1234 5678' });
+    t.same(inv.body.client, {
+      id: first.body.client_id,
+      name: 'Comercial Andes SpA',
+      email: 'Pagos@Andes.cl',
+      phone: '+56 2 1234 5678',
+      rut: null,
+      address: null,
+      giro: null,
+      comuna: null,
+      ciudad: null,
+    });
 
     const third = await h.api('POST', '/invoices', { key, body: body({ client: { name: 'Nuevo', email: 'otro@andes.cl' } }) });
     t.equal(third.status, 201);
@@ -90,7 +100,7 @@ t.test('invoices', async (t) => {
     t.equal(patched.status, 200);
     t.equal(patched.body.name, 'Nombre Nuevo');
     const inv = await h.api('GET', `/invoices/${created.body.invoice_id}`, { key });
-    t.same(inv.body.client, { id: created.body.client_id, name: 'Nombre Viejo', email: 'snap@example.cl', phone: '111' });
+    t.same(inv.body.client, { id: created.body.client_id, name: 'Nombre Viejo', email: 'snap@example.cl', phone: '111', rut: null, address: null, giro: null, comuna: null, ciudad: null });
     const listed = await h.api('GET', '/invoices', { key });
     t.equal(listed.body.data[0].client.name, 'Nombre Viejo', 'the list shows the snapshot too');
     // A new invoice for the (renamed) client takes the client as it is now.
@@ -349,7 +359,8 @@ t.test('invoices', async (t) => {
     const specFields = [
       'id', 'client_id', 'client', 'invoice_number', 'external_reference', 'status', 'currency', 'exchange_rate',
       'base_currency', 'issue_date', 'due_date', 'is_tax_exempt', 'tax_inclusive', 'tax_rate', 'subtotal', 'tax_total',
-      'total', 'amount_paid', 'public_token', 'public_url', 'payment_proof_file_id', 'dte_folio', 'dte_type',
+      'total', 'amount_paid', 'taxable_amount', 'exempt_amount', 'discount_total', 'global_discount', 'references',
+      'amount_credited', 'amount_debited', 'amount_due', 'public_token', 'public_url', 'payment_proof_file_id', 'dte_folio', 'dte_type',
       'dte_status', 'dte_track_id', 'is_legacy', 'payment_reference', 'items', 'created_at', 'updated_at', '_links',
     ];
     for (const f of specFields) t.ok(f in inv, `has ${f}`);
@@ -369,9 +380,17 @@ t.test('invoices', async (t) => {
       tax_inclusive: false,
       tax_rate: '19.00',
       subtotal: '11500.00',
+      taxable_amount: '11500.00',
+      exempt_amount: '0.00',
+      discount_total: '0.00',
+      global_discount: null,
+      references: [],
       tax_total: '2185.00',
       total: '13685.00',
       amount_paid: '0.00',
+      amount_credited: '0.00',
+      amount_debited: '0.00',
+      amount_due: '13685.00',
       payment_proof_file_id: null,
       dte_folio: null,
       dte_type: null,
@@ -394,11 +413,11 @@ t.test('invoices', async (t) => {
     t.equal(inv.items.length, 2);
     for (const it of inv.items) {
       t.match(it.id, UUID);
-      t.same(Object.keys(it).sort(), ['description', 'id', 'line_total', 'product_id', 'quantity', 'unit_price']);
+      t.same(Object.keys(it).sort(), ['description', 'discount_amount', 'discount_percent', 'exempt', 'id', 'line_total', 'product_id', 'quantity', 'unit_price']);
     }
     t.match(inv.items, [
-      { description: 'Uno', quantity: '2', unit_price: '5000.00', line_total: '10000.00' },
-      { description: 'Dos', quantity: '1.5', unit_price: '1000.00', line_total: '1500.00' },
+      { description: 'Uno', quantity: '2', unit_price: '5000.00', discount_percent: null, discount_amount: '0.00', exempt: false, line_total: '10000.00' },
+      { description: 'Dos', quantity: '1.5', unit_price: '1000.00', discount_percent: null, discount_amount: '0.00', exempt: false, line_total: '1500.00' },
     ]);
     t.same(inv._links.self, { href: `${API}/invoices/${id}`, method: 'GET', rel: 'self', title: inv._links.self.title });
     t.type(inv._links.self.title, 'string');

@@ -22,7 +22,7 @@ import { testApp, type TestApp } from './helpers/app.js';
 
 type Totals = ReturnType<typeof computeTotals>;
 const str = (x: Totals) => ({
-  lines: x.lineTotals.map((d) => d.toFixed()),
+  lines: x.lines.map((l) => l.total.toFixed()),
   subtotal: x.subtotal.toFixed(),
   tax: x.taxTotal.toFixed(),
   total: x.total.toFixed(),
@@ -79,7 +79,7 @@ t.test('unit: the arithmetic table of decisions §2', async (t) => {
 
 t.test('unit: half-up exactly at the boundary', async (t) => {
   const line = (q: string | number, p: string | number, currency: Currency) =>
-    computeTotals([{ quantity: q, unit_price: p }], { currency, taxRate: 0, ...excl }).lineTotals[0]!.toFixed();
+    computeTotals([{ quantity: q, unit_price: p }], { currency, taxRate: 0, ...excl }).lines[0]!.total.toFixed();
   t.equal(line(1, 0.005, 'USD'), '0.01', 'USD 0.005 → 0.01');
   t.equal(line(0.5, 0.01, 'USD'), '0.01', 'USD 0.5 × 0.01 = 0.005 → 0.01');
   t.equal(line(1, 1.005, 'USD'), '1.01', 'USD 1.005 → 1.01 (a float would give 1.00)');
@@ -259,7 +259,7 @@ t.test('property (unit): totals add up at the currency precision and match the r
       );
       const ref = reference(items, currency, rate, mode);
       const pr = P[currency];
-      for (const v of [got.subtotal, got.taxTotal, got.total, ...got.lineTotals]) {
+      for (const v of [got.subtotal, got.taxTotal, got.total, ...got.lines.map((l) => l.total)]) {
         if ((v.decimalPlaces() ?? 0) > pr) return false;
       }
       if (mode === 'incl') {
@@ -269,7 +269,7 @@ t.test('property (unit): totals add up at the currency precision and match the r
         formatAmount(got.subtotal, currency) === ref.subtotal &&
         formatAmount(got.taxTotal, currency) === ref.tax_total &&
         formatAmount(got.total, currency) === ref.total &&
-        got.lineTotals.every((l, i) => formatAmount(l, currency) === ref.lines[i])
+        got.lines.every((l, i) => formatAmount(l.total, currency) === ref.lines[i])
       );
     }),
     { numRuns: 2000 },
@@ -514,4 +514,435 @@ t.test('through the API', async (t) => {
       { numRuns: 30 },
     );
   });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Decisions §17: line discounts, exempt lines and a global discount. Figures worked out by hand in
+// the comments, then two properties against a scaled-integer reference of §17.
+
+t.test('unit: §17 line discounts, exempt lines and the global discount', async (t) => {
+  /** Every figure of §17, lines as [gross, discount, total, exempt]. */
+  const s17 = (x: Totals) => ({
+    lines: x.lines.map((l) => [l.gross.toFixed(), l.discount.toFixed(), l.total.toFixed(), l.exempt]),
+    base: x.discountBase.toFixed(),
+    discount: x.discountTotal.toFixed(),
+    taxable: x.taxableAmount.toFixed(),
+    exempt: x.exemptAmount.toFixed(),
+    subtotal: x.subtotal.toFixed(),
+    tax: x.taxTotal.toFixed(),
+    total: x.total.toFixed(),
+    rate: x.taxRate.toFixed(),
+  });
+  const clp = { currency: 'CLP' as const, taxRate: 19, ...excl };
+
+  t.test('discount percent: 9 % on 2 × 15990', async (t) => {
+    // gross 31980; discount round(2878.2) = 2878; line 29102; tax round(29102 × 0.19) = round(5529.38) = 5529;
+    // total 34631. No global discount: its total is 0 and its base is the one taxable line.
+    t.same(s17(computeTotals([{ quantity: 2, unit_price: 15990, discount_percent: 9 }], clp)), {
+      lines: [['31980', '2878', '29102', false]],
+      base: '29102',
+      discount: '0',
+      taxable: '29102',
+      exempt: '0',
+      subtotal: '29102',
+      tax: '5529',
+      total: '34631',
+      rate: '19',
+    });
+  });
+
+  t.test('discount percent rounds half-up: 15 % of 8990 = 1348.5 → 1349', async (t) => {
+    t.same(computeTotals([{ quantity: 1, unit_price: 8990, discount_percent: 15 }], clp).lines[0]!.discount.toFixed(), '1349');
+    // USD: 5 % of 30.50 = 1.525 → 1.53 (banker's rounding gives 1.52).
+    t.same(computeTotals([{ quantity: 2, unit_price: 15.25, discount_percent: '5' }], { ...clp, currency: 'USD' }).lines[0]!.discount.toFixed(), '1.53');
+  });
+
+  t.test('discount amount, up to the whole line', async (t) => {
+    // 37500 − 2500 = 35000; 3990 − 3990 = 0; tax 35000 × 0.19 = 6650; total 41650.
+    t.same(
+      s17(
+        computeTotals(
+          [
+            { quantity: 3, unit_price: 12500, discount_amount: 2500 },
+            { quantity: 1, unit_price: 3990, discount_amount: '3990' },
+          ],
+          clp,
+        ),
+      ),
+      {
+        lines: [
+          ['37500', '2500', '35000', false],
+          ['3990', '3990', '0', false],
+        ],
+        base: '35000',
+        discount: '0',
+        taxable: '35000',
+        exempt: '0',
+        subtotal: '35000',
+        tax: '6650',
+        total: '41650',
+        rate: '19',
+      },
+    );
+  });
+
+  t.test('an exempt line: no tax on it, in the subtotal', async (t) => {
+    // taxable 250000 → tax 47500; exempt 80000; subtotal 330000; total 377500.
+    t.same(
+      s17(
+        computeTotals(
+          [
+            { quantity: 1, unit_price: 250000 },
+            { quantity: 1, unit_price: 80000, exempt: true },
+          ],
+          clp,
+        ),
+      ),
+      {
+        lines: [
+          ['250000', '0', '250000', false],
+          ['80000', '0', '80000', true],
+        ],
+        base: '250000',
+        discount: '0',
+        taxable: '250000',
+        exempt: '80000',
+        subtotal: '330000',
+        tax: '47500',
+        total: '377500',
+        rate: '19',
+      },
+    );
+  });
+
+  t.test('global percent: 21 % of the taxable lines after their discounts, half-up', async (t) => {
+    // Lines 37050 and 15000 − 1500 = 13500 taxable, 50000 exempt. discount = round(50550 × 0.21) =
+    // round(10615.5) = 10616; taxable 39934; tax round(7587.46) = 7587; subtotal 89934; total 97521.
+    t.same(
+      s17(
+        computeTotals(
+          [
+            { quantity: 3, unit_price: 12350 },
+            { quantity: 1, unit_price: 15000, discount_percent: 10 },
+            { quantity: 1, unit_price: 50000, exempt: true },
+          ],
+          { ...clp, globalDiscount: { percent: 21 } },
+        ),
+      ),
+      {
+        lines: [
+          ['37050', '0', '37050', false],
+          ['15000', '1500', '13500', false],
+          ['50000', '0', '50000', true],
+        ],
+        base: '50550',
+        discount: '10616',
+        taxable: '39934',
+        exempt: '50000',
+        subtotal: '89934',
+        tax: '7587',
+        total: '97521',
+        rate: '19',
+      },
+    );
+  });
+
+  t.test('global amount', async (t) => {
+    // 90000 − 5000 = 85000; tax 16150; total 101150.
+    t.same(s17(computeTotals([{ quantity: 2, unit_price: 45000 }], { ...clp, globalDiscount: { amount: 5000 } })), {
+      lines: [['90000', '0', '90000', false]],
+      base: '90000',
+      discount: '5000',
+      taxable: '85000',
+      exempt: '0',
+      subtotal: '85000',
+      tax: '16150',
+      total: '101150',
+      rate: '19',
+    });
+  });
+
+  t.test('tax inclusive: the discounts come off the gross, then taxable = round(gross / 1.19)', async (t) => {
+    // 31980 − 2878 = 29102 and 11900 − 1900 = 10000 taxable, 20000 exempt. discount round(39102 × 0.05) =
+    // round(1955.1) = 1955; taxable gross 37147; taxable round(37147 / 1.19) = round(31215.966…) = 31216;
+    // tax 37147 − 31216 = 5931; subtotal 31216 + 20000 = 51216; total 57147.
+    t.same(
+      s17(
+        computeTotals(
+          [
+            { quantity: 2, unit_price: 15990, discount_percent: 9 },
+            { quantity: 1, unit_price: 11900, discount_amount: 1900 },
+            { quantity: 1, unit_price: 20000, exempt: true },
+          ],
+          { currency: 'CLP', taxRate: 19, ...incl, globalDiscount: { percent: 5 } },
+        ),
+      ),
+      {
+        lines: [
+          ['31980', '2878', '29102', false],
+          ['11900', '1900', '10000', false],
+          ['20000', '0', '20000', true],
+        ],
+        base: '39102',
+        discount: '1955',
+        taxable: '31216',
+        exempt: '20000',
+        subtotal: '51216',
+        tax: '5931',
+        total: '57147',
+        rate: '19',
+      },
+    );
+  });
+
+  t.test('exempt invoice: every line exempt, the global discount comes off the exempt amount', async (t) => {
+    // 70000 + (12500 − 1250) = 81250; discount round(81250 × 0.15) = round(12187.5) = 12188;
+    // exempt = subtotal = total = 69062; no tax, rate 0. A line marked exempt: false is exempt all the same.
+    for (const taxInclusive of [false, true]) {
+      t.same(
+        s17(
+          computeTotals(
+            [
+              { quantity: 2, unit_price: 35000, exempt: false },
+              { quantity: 1, unit_price: 12500, discount_percent: 10 },
+            ],
+            { currency: 'CLP', taxRate: 19, taxInclusive, taxExempt: true, globalDiscount: { percent: 15 } },
+          ),
+        ),
+        {
+          lines: [
+            ['70000', '0', '70000', true],
+            ['12500', '1250', '11250', true],
+          ],
+          base: '81250',
+          discount: '12188',
+          taxable: '0',
+          exempt: '69062',
+          subtotal: '69062',
+          tax: '0',
+          total: '69062',
+          rate: '0',
+        },
+        `tax_inclusive ${taxInclusive}`,
+      );
+    }
+  });
+
+  t.test('USD and CLF round at their precision', async (t) => {
+    // USD: 30.50 − 1.53 = 28.97 and 9.99 − 0.99 = 9.00; discount round(37.97 × 0.025) = round(0.94925) = 0.95;
+    // taxable 37.02; tax round(7.0338) = 7.03; total 44.05.
+    t.same(
+      s17(
+        computeTotals(
+          [
+            { quantity: 2, unit_price: 15.25, discount_percent: 5 },
+            { quantity: 1, unit_price: 9.99, discount_amount: 0.99 },
+          ],
+          { currency: 'USD', taxRate: 19, ...excl, globalDiscount: { percent: 2.5 } },
+        ),
+      ),
+      {
+        lines: [
+          ['30.5', '1.53', '28.97', false],
+          ['9.99', '0.99', '9', false],
+        ],
+        base: '37.97',
+        discount: '0.95',
+        taxable: '37.02',
+        exempt: '0',
+        subtotal: '37.02',
+        tax: '7.03',
+        total: '44.05',
+        rate: '19',
+      },
+    );
+    // CLF: 7 % of 1.2345 = 0.086415 → 0.0864; line 1.1481; tax round(0.218139) = 0.2181; total 1.3662.
+    t.same(
+      s17(computeTotals([{ quantity: 1, unit_price: 1.2345, discount_percent: 7 }], { currency: 'CLF', taxRate: 19, ...excl })),
+      {
+        lines: [['1.2345', '0.0864', '1.1481', false]],
+        base: '1.1481',
+        discount: '0',
+        taxable: '1.1481',
+        exempt: '0',
+        subtotal: '1.1481',
+        tax: '0.2181',
+        total: '1.3662',
+        rate: '19',
+      },
+    );
+  });
+});
+
+/** A line of the §17 reference: quantity and price × 10^4, a discount percent × 100 or a share (‰) of the gross. */
+interface RefLine17 extends RefItem {
+  discount: { pct: bigint } | { permille: bigint } | null;
+  exempt: boolean;
+}
+/** The global discount: a percent × 100, or a share (‰) of what it applies to. */
+type RefGlobal17 = { pct: bigint } | { permille: bigint } | null;
+
+/**
+ * §17 in scaled integers (money × 10^precision). An amount discount is drawn as a share of what it
+ * applies to, so it is always valid input; the inputs for computeTotals come back with the figures.
+ */
+function reference17(items: RefLine17[], currency: Currency, rate: bigint /* × 100 */, mode: 'excl' | 'incl' | 'exempt', global: RefGlobal17) {
+  const pr = P[currency];
+  const money = (v: bigint) => fixed(v, pr, pr);
+  const lines = items.map((i) => {
+    const gross = divHalfUp(i.q * i.p, pow10(8 - pr));
+    let discount = 0n;
+    let input: { discount_percent?: string; discount_amount?: string } = {};
+    if (i.discount && 'pct' in i.discount) {
+      discount = divHalfUp(gross * i.discount.pct, 10000n);
+      input = { discount_percent: fixed(i.discount.pct, 2, 2) };
+    } else if (i.discount && (gross * i.discount.permille) / 1000n > 0n) {
+      discount = (gross * i.discount.permille) / 1000n;
+      input = { discount_amount: money(discount) };
+    }
+    const exempt = mode === 'exempt' || i.exempt;
+    return { gross, discount, total: gross - discount, exempt, input: { quantity: dec4(i.q), unit_price: dec4(i.p), exempt: i.exempt, ...input } };
+  });
+  const sum = (ls: typeof lines) => ls.reduce((a, l) => a + l.total, 0n);
+  const exemptLines = sum(lines.filter((l) => l.exempt));
+  const base = mode === 'exempt' ? exemptLines : sum(lines.filter((l) => !l.exempt));
+  let discountTotal = 0n;
+  let globalInput: { percent?: string; amount?: string } | undefined;
+  if (global && 'pct' in global) {
+    discountTotal = divHalfUp(base * global.pct, 10000n);
+    globalInput = { percent: fixed(global.pct, 2, 2) };
+  } else if (global && (base * global.permille) / 1000n > 0n) {
+    discountTotal = (base * global.permille) / 1000n;
+    globalInput = { amount: money(discountTotal) };
+  }
+  let taxable = 0n;
+  let exemptAmount = exemptLines;
+  let tax = 0n;
+  if (mode === 'exempt') {
+    exemptAmount = exemptLines - discountTotal;
+  } else if (mode === 'excl') {
+    taxable = base - discountTotal;
+    tax = divHalfUp(taxable * rate, 10000n);
+  } else {
+    const taxableGross = base - discountTotal;
+    taxable = divHalfUp(taxableGross * 10000n, 10000n + rate);
+    tax = taxableGross - taxable;
+  }
+  const subtotal = taxable + exemptAmount;
+  return {
+    inputs: lines.map((l) => l.input),
+    globalInput,
+    expected: {
+      lines: lines.map((l) => [money(l.gross), money(l.discount), money(l.total), l.exempt]),
+      base: money(base),
+      discount: money(discountTotal),
+      taxable: money(taxable),
+      exempt: money(exemptAmount),
+      subtotal: money(subtotal),
+      tax: money(tax),
+      total: money(subtotal + tax),
+    },
+  };
+}
+
+/** computeTotals' figures at the currency's precision, in the reference's shape. */
+function figures17(x: Totals, currency: Currency) {
+  const pr = P[currency];
+  const money = (d: Decimal) => d.toFixed(pr);
+  return {
+    lines: x.lines.map((l) => [money(l.gross), money(l.discount), money(l.total), l.exempt]),
+    base: money(x.discountBase),
+    discount: money(x.discountTotal),
+    taxable: money(x.taxableAmount),
+    exempt: money(x.exemptAmount),
+    subtotal: money(x.subtotal),
+    tax: money(x.taxTotal),
+    total: money(x.total),
+  };
+}
+
+/** The identities §17 promises whatever the input: true when all hold. */
+function identitiesHold(x: Totals, currency: Currency): boolean {
+  const pr = P[currency];
+  const amounts = [x.discountBase, x.discountTotal, x.taxableAmount, x.exemptAmount, x.subtotal, x.taxTotal, x.total, ...x.lines.flatMap((l) => [l.gross, l.discount, l.total])];
+  return (
+    amounts.every((d) => (d.decimalPlaces() ?? 0) <= pr && !d.isNegative()) &&
+    x.total.eq(x.subtotal.plus(x.taxTotal)) &&
+    x.taxableAmount.plus(x.exemptAmount).eq(x.subtotal) &&
+    x.discountTotal.lte(x.discountBase) &&
+    x.lines.every((l) => l.total.eq(l.gross.minus(l.discount)))
+  );
+}
+
+const line17Arb = fc.record({
+  q: fc.bigInt({ min: 1n, max: 100_000_000n }), // up to 10,000, 4 decimals
+  p: fc.oneof(fc.bigInt({ min: 0n, max: 100_000_000n }), fc.bigInt({ min: 0n, max: 10_000_000_000_000n })), // 4 decimals
+  discount: fc.oneof(
+    fc.constant(null),
+    fc.record({ pct: fc.bigInt({ min: 1n, max: 9999n }) }),
+    fc.record({ permille: fc.bigInt({ min: 1n, max: 1000n }) }),
+  ),
+  exempt: fc.boolean(),
+});
+const global17Arb = fc.oneof(
+  fc.constant(null),
+  fc.record({ pct: fc.bigInt({ min: 1n, max: 9999n }) }),
+  fc.record({ permille: fc.bigInt({ min: 1n, max: 1000n }) }),
+);
+
+t.test('property (unit): without discounts or exempt lines, §17 reduces to §2', async (t) => {
+  const plainArb = fc.record({ q: fc.bigInt({ min: 1n, max: 10_000_000_000n }), p: fc.bigInt({ min: 0n, max: 10_000_000_000_000_000n }) });
+  fc.assert(
+    fc.property(fc.array(plainArb, { minLength: 1, maxLength: 8 }), currencyArb, rateArb, modeArb, (items, currency, rate, mode) => {
+      const got = computeTotals(
+        items.map((i) => ({ quantity: dec4(i.q), unit_price: dec4(i.p) })),
+        { currency, taxRate: dec4(rate * 100n), taxInclusive: mode === 'incl', taxExempt: mode === 'exempt' },
+      );
+      const old = reference(items, currency, rate, mode);
+      const pr = P[currency];
+      const zero = new Decimal(0);
+      const sameAsOld =
+        formatAmount(got.subtotal, currency) === old.subtotal &&
+        formatAmount(got.taxTotal, currency) === old.tax_total &&
+        formatAmount(got.total, currency) === old.total &&
+        got.lines.every((l, i) => l.discount.isZero() && l.total.eq(l.gross) && formatAmount(l.total, currency) === old.lines[i]);
+      // An exempt invoice's lines are all exempt: its subtotal is exempt, not taxable.
+      const split =
+        mode === 'exempt'
+          ? got.taxableAmount.eq(zero) && got.exemptAmount.eq(got.subtotal) && got.lines.every((l) => l.exempt)
+          : got.taxableAmount.eq(got.subtotal) && got.exemptAmount.eq(zero) && got.lines.every((l) => !l.exempt);
+      return (
+        sameAsOld &&
+        split &&
+        got.discountTotal.eq(zero) &&
+        got.total.eq(got.subtotal.plus(got.taxTotal)) &&
+        got.taxableAmount.plus(got.exemptAmount).eq(got.subtotal) &&
+        [got.taxableAmount, got.exemptAmount, got.discountTotal].every((d) => (d.decimalPlaces() ?? 0) <= pr)
+      );
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass('2000 random invoices without discounts: subtotal = taxable_amount, exempt 0, discount 0, §2 totals');
+});
+
+t.test('property (unit): with discounts, exempt lines and a global discount, §17 matches the reference and adds up', async (t) => {
+  fc.assert(
+    fc.property(fc.array(line17Arb, { minLength: 1, maxLength: 8 }), currencyArb, rateArb, modeArb, global17Arb, (items, currency, rate, mode, global) => {
+      const ref = reference17(items, currency, rate, mode, global);
+      const got = computeTotals(ref.inputs, {
+        currency,
+        taxRate: dec4(rate * 100n),
+        taxInclusive: mode === 'incl',
+        taxExempt: mode === 'exempt',
+        globalDiscount: ref.globalInput,
+      });
+      const figures = figures17(got, currency);
+      if (JSON.stringify(figures) !== JSON.stringify(ref.expected)) {
+        throw new Error(`computeTotals ${JSON.stringify(figures)} ≠ reference ${JSON.stringify(ref.expected)}`);
+      }
+      return identitiesHold(got, currency) && got.taxRate.eq(mode === 'exempt' ? 0 : dec4(rate * 100n));
+    }),
+    { numRuns: 3000 },
+  );
+  t.pass('3000 random invoices: figures equal the scaled-integer reference; total = subtotal + tax_total, taxable + exempt = subtotal');
 });

@@ -51,7 +51,7 @@ function tedFor(type: PrintedDte['type'], folio: number): string {
 /** A printed DTE; a credit note (61) cancels factura electrónica N.º 1042 of 15 March 2026. */
 function dteOf(type: PrintedDte['type'], folio = 1042): PrintedDte {
   const dte = { type, folio, ted: tedFor(type, folio), resolutionNumber: 80, resolutionDate: '2014-08-22' };
-  return type === 61 ? { ...dte, reference: { type: 33, folio: 1042, date: '2026-03-15' } } : dte;
+  return type === 61 ? { ...dte, reference: { type: '33', folio: '1042', date: '2026-03-15' } } : dte;
 }
 
 /** pdftoppm's rendering of one page (1-based), in the format asked for. */
@@ -214,7 +214,7 @@ t.test('the printed representation of a DTE', async (t) => {
     const { reference: _, ...bare } = dteOf(61);
     t.throws(() => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: bare }), /credit note/, 'a credit note without what it cancels');
     t.throws(
-      () => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: { ...dteOf(33), reference: { type: 33, folio: 1, date: '2026-03-15' } } }),
+      () => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: { ...dteOf(33), reference: { type: '33', folio: '1', date: '2026-03-15' } } }),
       /credit note/,
       'an invoice with a reference',
     );

@@ -6,7 +6,7 @@ import t from 'tap';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { testApp, type TestApp } from './helpers/app.js';
-import { invoiceBody } from './helpers/fixtures.js';
+import { facturaBody, invoiceBody } from './helpers/fixtures.js';
 import { checkoutBody, submitCheckoutForm } from './helpers/checkout.js';
 import { startHttpsReceiver, type ReceivedRequest } from './helpers/https-receiver.js';
 import { until } from './helpers/until.js';
@@ -63,13 +63,24 @@ async function emitEveryType(h: TestApp, key: string): Promise<void> {
 const sii = siiAuthority();
 t.teardown(() => sii.cleanup());
 
-/** The SII's answers (decisions §15): the merchant set up for DTEs, one accepted, then one rejected. */
+/**
+ * The SII's answers (decisions §15): the merchant set up for DTEs, one accepted, then one
+ * rejected; and a debit note (decisions §17) with its type-56 DTE.
+ */
 async function emitDteEvents(h: TestApp, key: string, merchantId: string, standin: SiiStandin): Promise<void> {
-  await dteMerchant(h, merchantId, sii, [{ type: 33, from: 1, to: 10 }]);
-  const accepted = await ok(h, 'POST', '/invoices', key, invoiceBody({ send_immediately: true }));
+  await dteMerchant(h, merchantId, sii, [
+    { type: 33, from: 1, to: 10 },
+    { type: 56, from: 1, to: 10 },
+  ]);
+  const accepted = await ok(h, 'POST', '/invoices', key, facturaBody({ send_immediately: true }));
   await until('the DTE accepted', async () => (await ok(h, 'GET', `/invoices/${accepted.invoice_id}`, key)).dte_status === 'accepted', 60_000);
+  await ok(h, 'POST', `/invoices/${accepted.invoice_id}/debit-notes`, key, {
+    reason: 'charge',
+    description: 'Intereses por mora',
+    items: [{ description: 'Intereses noviembre', quantity: 1, unit_price: 1000 }],
+  });
   standin.outcome = { kind: 'envelope_rejected', code: 'RCT', glosa: 'Rechazado por Error en Caratula' };
-  await ok(h, 'POST', '/invoices', key, invoiceBody({ send_immediately: true }));
+  await ok(h, 'POST', '/invoices', key, facturaBody({ send_immediately: true }));
 }
 
 function isObject(v: unknown): v is { [k: string]: Json } {

@@ -314,7 +314,7 @@ async function openDelivery(id: string): Promise<void> {
 
 // ─── A merchant's tax documents ───────────────────────────────────────────────
 
-const DTE_TYPE_NAMES: Record<number, string> = { 33: 'factura electrónica', 34: 'factura exenta', 61: 'nota de crédito' };
+const DTE_TYPE_NAMES: Record<number, string> = { 33: 'factura electrónica', 34: 'factura exenta', 56: 'nota de débito', 61: 'nota de crédito' };
 
 function documentRow(d: TaxDocument): HTMLTableRowElement {
   return h(
@@ -322,7 +322,8 @@ function documentRow(d: TaxDocument): HTMLTableRowElement {
     { 'data-id': d.id },
     h('td', {}, `${d.dte_type} ${DTE_TYPE_NAMES[d.dte_type] ?? ''}`.trim()),
     h('td', {}, String(d.folio)),
-    h('td', { title: d.invoice_id }, d.invoice_number ?? '—'),
+    // A note names its invoice and its own number.
+    h('td', { title: d.invoice_id }, [d.invoice_number ?? '—', d.note_number].filter(Boolean).join(' · ')),
     h('td', {}, h('span', { class: `status status-${d.status}` }, d.status)),
     h('td', {}, d.track_id ?? '—'),
     // SII's answer: why a document was rejected, or the objections (reparos) it was accepted with.

@@ -99,7 +99,8 @@ function checkoutInvoice(input: CreateCheckoutInput, currency: string, today: st
     is_tax_exempt: false,
     tax_inclusive: true,
     currency,
-    items: [{ description: input.description, quantity: 1, unit_price: input.amount }],
+    items: [{ description: input.description, quantity: 1, unit_price: input.amount, exempt: false }],
+    references: [],
     external_reference: input.external_reference,
     send_immediately: false,
   };

@@ -181,6 +181,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/external/invoices/{invoice_id}/credit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an invoice's credit notes, oldest first
+         * @description Scope: `invoices:read`.
+         */
+        get: operations["listCreditNotes"];
+        put?: never;
+        /**
+         * Issue a credit note for an invoice
+         * @description On a sent, viewed, overdue or (except `cancel`) paid invoice. `cancel` (CodRef 1) credits every line and total and cancels the invoice exactly as POST /cancel; `correct_text` (CodRef 2) corrects a text with one line of amount 0; `return` (CodRef 3) credits the lines and quantities returned, at most what no standing return credited, each at its unit price, exemption and discount percent (a discount amount and a global discount amount prorated). The note gets its own number (CN-000001) and, when the invoice has a DTE, its own type-61 DTE submitted to the SII (no type-61 folio left: 400 `merchant_misconfigured`, nothing issued). The invoice's `amount_credited` grows by its total; `credit_note.created` is emitted.
+         *
+         *     Scope: `invoices:write`.
+         */
+        post: operations["createCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/credit-notes/{credit_note_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a credit note
+         * @description Scope: `invoices:read`.
+         */
+        get: operations["getCreditNote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/credit-notes/{credit_note_id}/dte.xml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the DTE (type 61) of a credit note
+         * @description The signed EnvioDTE (ISO-8859-1) of the credit note's type-61 DTE; 404 `dte_not_found` for a note without one (its invoice has no DTE).
+         *
+         *     Scope: `invoices:read`.
+         */
+        get: operations["getCreditNoteDte"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/credit-notes/{credit_note_id}/debit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a credit note with a debit note
+         * @description A debit note (CodRef 1 to the credit note, its lines and amounts) cancels a `return` or `correct_text` credit note: the invoice's `amount_credited` drops by its total and the credit note shows `cancelled_by_debit_note_id`. A `cancel` credit note cannot be undone this way, nor one cancelled already (409 `invoice_invalid_state`). A type-56 DTE when the credit note has a DTE; `debit_note.created` is emitted.
+         *
+         *     Scope: `invoices:write`.
+         */
+        post: operations["cancelCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/invoices/{invoice_id}/debit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an invoice's debit notes, oldest first
+         * @description Scope: `invoices:read`.
+         */
+        get: operations["listDebitNotes"];
+        put?: never;
+        /**
+         * Add a charge to an invoice with a debit note
+         * @description On a sent, viewed, overdue or paid invoice: interest, freight or any charge (CodRef 3), its lines under the invoice's tax rate and treatment. Its own number (DN-000001) and, when the invoice has a DTE, a type-56 DTE. The invoice's `amount_debited` grows by its total; `debit_note.created` is emitted.
+         *
+         *     Scope: `invoices:write`.
+         */
+        post: operations["createDebitNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/debit-notes/{debit_note_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a debit note
+         * @description Scope: `invoices:read`.
+         */
+        get: operations["getDebitNote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/debit-notes/{debit_note_id}/dte.xml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the DTE (type 56) of a debit note
+         * @description The signed EnvioDTE (ISO-8859-1) of the debit note's type-56 DTE; 404 `dte_not_found` for a note without one.
+         *
+         *     Scope: `invoices:read`.
+         */
+        get: operations["getDebitNoteDte"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/external/invoices/{invoice_id}/pdf": {
         parameters: {
             query?: never;
@@ -190,11 +348,55 @@ export interface paths {
         };
         /**
          * Download the invoice PDF
-         * @description The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored.
+         * @description The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored. With `copy=cedible`, the cedible copy of a factura (DTE type 33 or 34), rendered on each request and never stored.
          *
          *     Scope: `invoices:read`.
          */
         get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/credit-notes/{credit_note_id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the PDF of a credit note
+         * @description The credit note as a PDF in its invoice's locale (`es` or `en`): the issuer, the invoice's client, the note's lines and totals, and its references, the last one the document it modifies with the note's reason. With a DTE (type 61) it is the SII's printed representation: the red box with R.U.T., document name and folio, and the timbre as a PDF417 barcode; without one, it is titled with its number (CN-000001). Printed from the issued note on each request; the client's e-mail of the note attaches the same document.
+         *
+         *     Scope: `invoices:read`.
+         */
+        get: operations["getCreditNotePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/debit-notes/{debit_note_id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the PDF of a debit note
+         * @description The debit note as a PDF in its invoice's locale (`es` or `en`): the issuer, the invoice's client, the note's lines and totals, and its references, the last one the document it modifies with the note's reason. With a DTE (type 56) it is the SII's printed representation: the red box with R.U.T., document name and folio, and the timbre as a PDF417 barcode; without one, it is titled with its number (DN-000001). Printed from the issued note on each request; the client's e-mail of the note attaches the same document.
+         *
+         *     Scope: `invoices:read`.
+         */
+        get: operations["getDebitNotePdf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -270,7 +472,7 @@ export interface paths {
         head?: never;
         /**
          * Update a client (only the fields given change)
-         * @description Issued invoices keep the client as it was when they were created. `null` clears rut, phone or address.
+         * @description Issued invoices keep the client as it was when they were created. `null` clears rut, phone, address, giro, comuna or ciudad.
          *
          *     Scope: `clients:create`.
          */
@@ -773,6 +975,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "credit_note.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A credit note was issued (POST /invoices/{invoice_id}/credit-notes, or a cancel): its DTE, when it has one, is pending at the SII.
+         * @description Sent to every enabled endpoint subscribed to `credit_note.created` (an empty `events` list subscribes to all).
+         */
+        post: operations["creditNoteCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "debit_note.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A debit note was issued (a charge on an invoice, or the cancellation of a credit note).
+         * @description Sent to every enabled endpoint subscribed to `debit_note.created` (an empty `events` list subscribes to all).
+         */
+        post: operations["debitNoteCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "client.created": {
         parameters: {
             query?: never;
@@ -908,6 +1150,11 @@ export interface components {
                 rut?: string;
                 phone?: string;
                 address?: string;
+                /** @description The client's line of business; a factura to a Chilean RUT requires it */
+                giro?: string;
+                /** @description A factura to a Chilean RUT requires it */
+                comuna?: string;
+                ciudad?: string;
             };
             /**
              * Format: date
@@ -934,7 +1181,15 @@ export interface components {
                 /** @description Default: `1` */
                 quantity?: number;
                 unit_price: number;
+                /** @description Percent off the line's gross amount (quantity × unit_price); not with discount_amount */
+                discount_percent?: number;
+                /** @description Amount off the line's gross amount, at most that amount; not with discount_percent */
+                discount_amount?: number;
+                /** @description An exempt line (IndExe 1): no tax on it. Every line of an is_tax_exempt invoice is exempt. Default: `false` */
+                exempt?: boolean;
             }[];
+            global_discount?: components["schemas"]["GlobalDiscountInput"];
+            references?: components["schemas"]["DocumentReferenceInput"][];
             external_reference?: string;
             /** @description Default: `false` */
             send_immediately?: boolean;
@@ -943,6 +1198,29 @@ export interface components {
              * @enum {string}
              */
             locale?: "es" | "en";
+        };
+        /** @description A discount on the taxable lines (on the exempt lines of an is_tax_exempt invoice): the SII's DscRcgGlobal */
+        GlobalDiscountInput: {
+            percent?: number;
+            /** @description At most the sum of the taxable lines (of the exempt ones on an is_tax_exempt invoice) */
+            amount?: number;
+            description?: string;
+        };
+        DocumentReferenceInput: {
+            /**
+             * @description The SII's TpoDocRef: 801 orden de compra, 802 nota de pedido, 803 contrato, HES, HEM, SET (a certification case) or a DTE type
+             * @example 801
+             */
+            type: string | number;
+            /** @description The referenced document's number; "0" by default for SET, required otherwise */
+            folio?: string | number;
+            /**
+             * Format: date
+             * @description The referenced document's date; default the issue date
+             * @example 2026-12-01
+             */
+            date?: string;
+            reason?: string;
         };
         InvoiceCreated: {
             invoice_id: string;
@@ -979,7 +1257,10 @@ export interface components {
             code: "validation_error";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /** @description Every bad field, each `{ path, message }` */
@@ -1004,7 +1285,10 @@ export interface components {
             code: "currency_not_supported";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1032,7 +1316,10 @@ export interface components {
             code: "merchant_misconfigured";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             /**
              * @example {
@@ -1071,10 +1358,13 @@ export interface components {
             code: "missing_api_key";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1094,10 +1384,13 @@ export interface components {
             code: "invalid_api_key";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1117,10 +1410,13 @@ export interface components {
             code: "ip_not_allowed";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1140,7 +1436,10 @@ export interface components {
             code: "insufficient_scope";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1169,10 +1468,13 @@ export interface components {
             code: "request_timeout";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example safe
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1192,10 +1494,13 @@ export interface components {
             code: "idempotency_conflict";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example after_seconds:5
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1215,10 +1520,13 @@ export interface components {
             code: "payload_too_large";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1238,10 +1546,13 @@ export interface components {
             code: "rate_limited";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example after_seconds:60
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1261,10 +1572,13 @@ export interface components {
             code: "internal_error";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example safe
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1284,10 +1598,13 @@ export interface components {
             code: "service_unavailable";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example safe
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1307,7 +1624,10 @@ export interface components {
             code: "currency_conversion_failed";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example after_seconds:300
+             */
             retry: string;
             details: {
                 /**
@@ -1345,6 +1665,11 @@ export interface components {
                 name: string;
                 email: string | null;
                 phone: string | null;
+                rut: string | null;
+                address: string | null;
+                giro: string | null;
+                comuna: string | null;
+                ciudad: string | null;
             };
             invoice_number: string | null;
             external_reference: string | null;
@@ -1359,9 +1684,25 @@ export interface components {
             tax_inclusive: boolean;
             tax_rate: string;
             subtotal: string;
+            taxable_amount: string;
+            exempt_amount: string;
+            discount_total: string;
+            /** @description The global discount as asked (a percent or an amount); discount_total is what it took off */
+            global_discount: {
+                percent: string | null;
+                amount: string | null;
+                description: string | null;
+            } | null;
+            references: components["schemas"]["DocumentReference"][];
             tax_total: string;
             total: string;
             amount_paid: string;
+            /** @description The sum of the invoice's credit notes */
+            amount_credited: string;
+            /** @description The sum of the invoice's debit notes */
+            amount_debited: string;
+            /** @description total + amount_debited − amount_credited − amount_paid, never below 0 */
+            amount_due: string;
             public_token: string;
             public_url: string;
             payment_proof_file_id: string | null;
@@ -1369,7 +1710,7 @@ export interface components {
             dte_type: number | null;
             dte_status: string | null;
             dte_track_id: string | null;
-            credit_note: components["schemas"]["CreditNote"];
+            credit_note: components["schemas"]["CancellingCreditNote"];
             is_legacy: boolean;
             payment_reference: {
                 provider: string;
@@ -1382,6 +1723,9 @@ export interface components {
                 description: string;
                 quantity: string;
                 unit_price: string;
+                discount_percent: string | null;
+                discount_amount: string;
+                exempt: boolean;
                 line_total: string;
             }[];
             /**
@@ -1418,8 +1762,15 @@ export interface components {
                 };
             };
         };
+        /** @description A reference to another document, the SII's Referencia */
+        DocumentReference: {
+            type: string;
+            folio: string;
+            date: string;
+            reason: string | null;
+        };
         /** @description The credit note (nota de crédito, type 61, CodRef 1 "anula documento") that cancelled the invoice's DTE, with its folio and its status at the SII; null when none was issued */
-        CreditNote: {
+        CancellingCreditNote: {
             /** @constant */
             type: 61;
             folio: number;
@@ -1435,10 +1786,13 @@ export interface components {
             code: "invoice_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1470,7 +1824,10 @@ export interface components {
             code: "invoice_invalid_state";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1504,7 +1861,10 @@ export interface components {
             code: "invoice_already_paid";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1542,7 +1902,10 @@ export interface components {
             code: "invoice_not_sent";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1584,9 +1947,152 @@ export interface components {
             cancelled_at: string;
             invoice_number: string | null;
             reason: string | null;
-            credit_note: components["schemas"]["CreditNote"];
+            credit_note: components["schemas"]["CancellingCreditNote"];
         };
-        /** @description The invoice has no Chilean tax document (DTE): its merchant issues none, or it is a draft or not in CLP */
+        CreateCreditNoteRequest: {
+            /**
+             * @description CodRef 1: cancels the whole invoice, which becomes cancelled (as POST /cancel does)
+             * @constant
+             */
+            reason: "cancel";
+            /** @description Default "Anula documento" */
+            description?: string;
+            /** @description Other documents the note refers to (a purchase order, a certification case); printed and sent before the note's own reference */
+            references?: components["schemas"]["DocumentReferenceInput"][];
+        } | {
+            /**
+             * @description CodRef 2: corrects a text of the invoice (e.g. the giro); amounts 0
+             * @constant
+             */
+            reason: "correct_text";
+            /** @description The text as it should read: the note's one line */
+            corrected_text: string;
+            /** @description Default "Corrige texto" */
+            description?: string;
+            /** @description Other documents the note refers to (a purchase order, a certification case); printed and sent before the note's own reference */
+            references?: components["schemas"]["DocumentReferenceInput"][];
+        } | {
+            /**
+             * @description CodRef 3: goods returned, lines credited at their price
+             * @constant
+             */
+            reason: "return";
+            items: {
+                /**
+                 * Format: uuid
+                 * @description The invoice's line
+                 */
+                item_id: string;
+                quantity: number;
+            }[];
+            /** @description Default "Devolución de mercaderías" */
+            description?: string;
+            /** @description Other documents the note refers to (a purchase order, a certification case); printed and sent before the note's own reference */
+            references?: components["schemas"]["DocumentReferenceInput"][];
+        };
+        /** @description A credit note (nota de crédito, type 61 when the invoice has a DTE) */
+        CreditNote: {
+            id: string;
+            invoice_id: string;
+            /** @description CN-000001 or DN-000001: gapless per merchant, with or without a DTE */
+            number: string;
+            description: string;
+            currency: string;
+            items: {
+                id: string;
+                /** @description The invoice's line it returns; null for other lines */
+                item_id: string | null;
+                description: string;
+                /** @description Null on a corrected text */
+                quantity: string | null;
+                unit_price: string | null;
+                discount_percent: string | null;
+                discount_amount: string;
+                exempt: boolean;
+                line_total: string;
+            }[];
+            subtotal: string;
+            taxable_amount: string;
+            exempt_amount: string;
+            discount_total: string;
+            tax_total: string;
+            total: string;
+            dte_type: 61 | null;
+            dte_folio: number | null;
+            /** @description Where its DTE stands at the SII; null for a note without one */
+            dte_status: ("pending" | "sent" | "accepted" | "accepted_with_objections" | "rejected") | null;
+            dte_track_id: string | null;
+            references: components["schemas"]["DocumentReference"][];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /** @enum {string} */
+            reason: "cancel" | "correct_text" | "return";
+            /** @description The debit note that cancelled it, or null */
+            cancelled_by_debit_note_id: string | null;
+            _links: {
+                self: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                invoice: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                pdf: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                dte: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+            };
+        };
+        CreditNoteList: {
+            data: components["schemas"]["CreditNote"][];
+        };
+        /** @description No credit note with this id for your account */
+        CreditNoteNotFoundError: {
+            /**
+             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "credit_note_not_found";
+            /** @description Prose; may be reworded */
+            message: string;
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
+            retry: string;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
+            /** @description Equals the X-Request-Id response header */
+            request_id: string;
+            /** @description Request path without the query string */
+            path: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            timestamp: string;
+        };
+        /** @description The invoice or note has no Chilean tax document (DTE): its merchant issues none, it is a draft, not in CLP or to a client without a Chilean RUT */
         DteNotFoundError: {
             /**
              * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
@@ -1595,10 +2101,145 @@ export interface components {
             code: "dte_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
+            /** @description Equals the X-Request-Id response header */
+            request_id: string;
+            /** @description Request path without the query string */
+            path: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            timestamp: string;
+        };
+        CancelCreditNoteRequest: {
+            /**
+             * @description CodRef 1: cancels the credit note; its amounts are credited no more
+             * @constant
+             */
+            reason: "cancel";
+            /** @description Default "Anula nota de crédito" */
+            description?: string;
+            /** @description Other documents the note refers to (a purchase order, a certification case); printed and sent before the note's own reference */
+            references?: components["schemas"]["DocumentReferenceInput"][];
+        };
+        /** @description A debit note (nota de débito, type 56 when the document it modifies has a DTE) */
+        DebitNote: {
+            id: string;
+            invoice_id: string;
+            /** @description CN-000001 or DN-000001: gapless per merchant, with or without a DTE */
+            number: string;
+            description: string;
+            currency: string;
+            items: {
+                id: string;
+                /** @description The invoice's line it returns; null for other lines */
+                item_id: string | null;
+                description: string;
+                /** @description Null on a corrected text */
+                quantity: string | null;
+                unit_price: string | null;
+                discount_percent: string | null;
+                discount_amount: string;
+                exempt: boolean;
+                line_total: string;
+            }[];
+            subtotal: string;
+            taxable_amount: string;
+            exempt_amount: string;
+            discount_total: string;
+            tax_total: string;
+            total: string;
+            dte_type: 56 | null;
+            dte_folio: number | null;
+            /** @description Where its DTE stands at the SII; null for a note without one */
+            dte_status: ("pending" | "sent" | "accepted" | "accepted_with_objections" | "rejected") | null;
+            dte_track_id: string | null;
+            references: components["schemas"]["DocumentReference"][];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /** @enum {string} */
+            reason: "cancel" | "charge";
+            /** @description The credit note it cancels (reason cancel), or null */
+            credit_note_id: string | null;
+            _links: {
+                self: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                invoice: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                pdf: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+                dte: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+                    rel?: string;
+                    title?: string;
+                };
+            };
+        };
+        CreateDebitNoteRequest: {
+            /**
+             * @description CodRef 3: adds a charge (interest, freight) to the invoice
+             * @constant
+             */
+            reason: "charge";
+            /** @description The note's reason as the SII's RazonRef states it */
+            description: string;
+            items: {
+                description: string;
+                /** @description Default: `1` */
+                quantity?: number;
+                unit_price: number;
+                /** @description An exempt line (IndExe 1): no tax on it. Every line of an is_tax_exempt invoice is exempt. Default: `false` */
+                exempt?: boolean;
+            }[];
+            /** @description Other documents the note refers to (a purchase order, a certification case); printed and sent before the note's own reference */
+            references?: components["schemas"]["DocumentReferenceInput"][];
+        };
+        DebitNoteList: {
+            data: components["schemas"]["DebitNote"][];
+        };
+        /** @description No debit note with this id for your account */
+        DebitNoteNotFoundError: {
+            /**
+             * @description Stable identifier: branch on it, not on message (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "debit_note_not_found";
+            /** @description Prose; may be reworded */
+            message: string;
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
+            retry: string;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1616,6 +2257,9 @@ export interface components {
             rut: string | null;
             phone: string | null;
             address: string | null;
+            giro: string | null;
+            comuna: string | null;
+            ciudad: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T03:16:13.123Z
@@ -1645,7 +2289,10 @@ export interface components {
             code: "client_already_exists";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1673,10 +2320,13 @@ export interface components {
             code: "client_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1751,10 +2401,13 @@ export interface components {
             code: "provider_not_configured";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1774,7 +2427,10 @@ export interface components {
             code: "invalid_provider";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1802,7 +2458,10 @@ export interface components {
             code: "provider_credentials_missing";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             details: {
                 /**
@@ -1830,7 +2489,10 @@ export interface components {
             code: "provider_unavailable";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example safe
+             */
             retry: string;
             details: {
                 /**
@@ -1858,10 +2520,13 @@ export interface components {
             code: "checkout_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1945,10 +2610,13 @@ export interface components {
             code: "payment_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -1997,7 +2665,10 @@ export interface components {
             code: "webhook_endpoint_invalid";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
             /**
              * @example {
@@ -2056,10 +2727,13 @@ export interface components {
             code: "webhook_endpoint_not_found";
             /** @description Prose; may be reworded */
             message: string;
-            /** @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds) */
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
             retry: string;
-            /** @description Always null: this code carries no details */
-            details: null;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
             /** @description Equals the X-Request-Id response header */
             request_id: string;
             /** @description Request path without the query string */
@@ -2357,6 +3031,64 @@ export interface components {
             is_test: boolean;
             data: {
                 object: components["schemas"]["Invoice"];
+            };
+        };
+        /** @description A credit note was issued (POST /invoices/{invoice_id}/credit-notes, or a cancel): its DTE, when it has one, is pending at the SII. */
+        CreditNoteCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also sent as X-Webhook-Id: de-duplicate on it
+             */
+            id: string;
+            /**
+             * @description Always `credit_note.created`; also sent as X-Webhook-Event
+             * @constant
+             */
+            type: "credit_note.created";
+            /**
+             * Format: date-time
+             * @description When the change happened; order events by it, not by arrival
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /**
+             * @description Always `v1`, the version of the API whose resources `data` holds
+             * @constant
+             */
+            api_version: "v1";
+            /** @description True for a test event (POST /webhooks/endpoints/{endpoint_id}/test) and for every delivery to a sandbox endpoint */
+            is_test: boolean;
+            data: {
+                object: components["schemas"]["CreditNote"];
+            };
+        };
+        /** @description A debit note was issued (a charge on an invoice, or the cancellation of a credit note). */
+        DebitNoteCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id, also sent as X-Webhook-Id: de-duplicate on it
+             */
+            id: string;
+            /**
+             * @description Always `debit_note.created`; also sent as X-Webhook-Event
+             * @constant
+             */
+            type: "debit_note.created";
+            /**
+             * Format: date-time
+             * @description When the change happened; order events by it, not by arrival
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /**
+             * @description Always `v1`, the version of the API whose resources `data` holds
+             * @constant
+             */
+            api_version: "v1";
+            /** @description True for a test event (POST /webhooks/endpoints/{endpoint_id}/test) and for every delivery to a sandbox endpoint */
+            is_test: boolean;
+            data: {
+                object: components["schemas"]["DebitNote"];
             };
         };
         /** @description A client was created. */
@@ -4136,9 +4868,1410 @@ export interface operations {
             };
         };
     };
-    getInvoicePdf: {
+    listCreditNotes: {
         parameters: {
             query?: never;
+            header?: never;
+            path: {
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice's credit notes (a few at most: no paging) */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteList"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: invoice_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    createCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first answer for 24 hours (header Idempotent-Replayed: true) instead of repeating the work. 1 to 255 characters; a UUID is a good choice. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "return",
+                 *       "items": [
+                 *         {
+                 *           "item_id": "01a220f6-84d1-728a-9b46-48f1ef0b354b",
+                 *           "quantity": 1
+                 *         }
+                 *       ],
+                 *       "references": [
+                 *         {
+                 *           "type": "801",
+                 *           "folio": "4500012345",
+                 *           "date": "2026-11-20"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCreditNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The credit note */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNote"];
+                };
+            };
+            /** @description Error: validation_error, merchant_misconfigured */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["MerchantMisconfiguredError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: invoice_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTimeoutError"];
+                };
+            };
+            /** @description Error: invoice_invalid_state, invoice_already_paid, idempotency_conflict */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceInvalidStateError"] | components["schemas"]["InvoiceAlreadyPaidError"] | components["schemas"]["IdempotencyConflictError"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Error: validation_error */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getCreditNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credit note */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNote"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: credit_note_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getCreditNoteDte: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed EnvioDTE */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/xml": string;
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: credit_note_not_found, dte_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteNotFoundError"] | components["schemas"]["DteNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    cancelCreditNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first answer for 24 hours (header Idempotent-Replayed: true) instead of repeating the work. 1 to 255 characters; a UUID is a good choice. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "cancel"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CancelCreditNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The debit note */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNote"];
+                };
+            };
+            /** @description Error: validation_error, merchant_misconfigured */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["MerchantMisconfiguredError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: credit_note_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteNotFoundError"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTimeoutError"];
+                };
+            };
+            /** @description Error: invoice_invalid_state, idempotency_conflict */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceInvalidStateError"] | components["schemas"]["IdempotencyConflictError"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Error: validation_error */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    listDebitNotes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice's debit notes (a few at most: no paging) */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNoteList"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: invoice_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    createDebitNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first answer for 24 hours (header Idempotent-Replayed: true) instead of repeating the work. 1 to 255 characters; a UUID is a good choice. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                invoice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "charge",
+                 *       "description": "Intereses por mora",
+                 *       "items": [
+                 *         {
+                 *           "description": "Intereses noviembre",
+                 *           "quantity": 1,
+                 *           "unit_price": 2500
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateDebitNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The debit note */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNote"];
+                };
+            };
+            /** @description Error: validation_error, merchant_misconfigured */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] | components["schemas"]["MerchantMisconfiguredError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: invoice_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTimeoutError"];
+                };
+            };
+            /** @description Error: invoice_invalid_state, idempotency_conflict */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvoiceInvalidStateError"] | components["schemas"]["IdempotencyConflictError"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Error: validation_error */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getDebitNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                debit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The debit note */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNote"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: debit_note_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNoteNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getDebitNoteDte: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                debit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed EnvioDTE */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/xml": string;
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: debit_note_not_found, dte_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNoteNotFoundError"] | components["schemas"]["DteNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getInvoicePdf: {
+        parameters: {
+            query?: {
+                /** @description `cedible`: the SII's cedible copy of a factura (an invoice whose DTE is of type 33 or 34), with CEDIBLE and the receipt box of Ley 19.983 (Nombre, R.U.T., Fecha, Recinto, Firma); an invoice without such a DTE answers 422 on `copy` */
+                copy?: "cedible";
+            };
             header?: never;
             path: {
                 invoice_id: string;
@@ -4210,6 +6343,268 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InvoiceNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getCreditNotePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                credit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF document */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: credit_note_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditNoteNotFoundError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getDebitNotePdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                debit_note_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The PDF document */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: debit_note_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DebitNoteNotFoundError"];
                 };
             };
             /** @description Error: validation_error */
@@ -4536,6 +6931,11 @@ export interface operations {
                     rut?: string;
                     phone?: string;
                     address?: string;
+                    /** @description The client's line of business; a factura to a Chilean RUT requires it */
+                    giro?: string;
+                    /** @description A factura to a Chilean RUT requires it */
+                    comuna?: string;
+                    ciudad?: string;
                 };
             };
         };
@@ -4853,6 +7253,9 @@ export interface operations {
                     rut?: string | null;
                     phone?: string | null;
                     address?: string | null;
+                    giro?: string | null;
+                    comuna?: string | null;
+                    ciudad?: string | null;
                 };
             };
         };
@@ -5941,7 +8344,7 @@ export interface operations {
                     url: string;
                     description?: string;
                     /** @description Event types to receive; an empty list means every type */
-                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
+                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "credit_note.created" | "debit_note.created" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
                     /** @description Deliveries are marked test and never count toward disabling */
                     is_sandbox?: boolean;
                 };
@@ -6378,7 +8781,7 @@ export interface operations {
                     url?: string;
                     description?: string | null;
                     /** @description Event types to receive; an empty list means every type */
-                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
+                    events?: ("invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "credit_note.created" | "debit_note.created" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed")[];
                     /** @description true re-enables a disabled endpoint and clears its failure streak */
                     enabled?: boolean;
                     is_sandbox?: boolean;
@@ -6710,7 +9113,7 @@ export interface operations {
                      * @description Event type to simulate; default invoice.paid
                      * @enum {string}
                      */
-                    event?: "invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed";
+                    event?: "invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "credit_note.created" | "debit_note.created" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed";
                 };
             };
         };
@@ -7773,6 +10176,132 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["InvoiceDteRejectedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once (`disabled_reason: gone`) and gets no more deliveries. To a sandbox endpoint or a test event it is a failure like any other. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            429: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            503: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: the delivery succeeded. Answer within 15 s (a test event: 10 s); the body is not read beyond its first 4 KB, kept with the attempt. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (a redirect too: it is not followed), no answer within the time allowed, or no connection: a failure. A delivery is attempted up to 8 times (the guide's Webhooks section gives the schedule), a test event once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    creditNoteCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 keyed with the whole endpoint secret (`whsec_…`) over `<t>.<raw body>`, the scheme of Stripe. Verify it on the raw bytes and reject timestamps more than 5 minutes old. */
+                "X-Webhook-Signature": string;
+                /** @description The event id (the body’s `id`); a delivery may arrive more than once: de-duplicate on it. */
+                "X-Webhook-Id": string;
+                /** @description The event type (the body’s `type`). */
+                "X-Webhook-Event": "credit_note.created";
+                /** @description Names the sender. */
+                "User-Agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditNoteCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled at once (`disabled_reason: gone`) and gets no more deliveries. To a sandbox endpoint or a test event it is a failure like any other. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            429: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failure, retried; a `Retry-After` header pushes the next attempt back at least that far. */
+            503: {
+                headers: {
+                    /** @description Seconds (or an HTTP date): the next attempt is not made sooner. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: the delivery succeeded. Answer within 15 s (a test event: 10 s); the body is not read beyond its first 4 KB, kept with the attempt. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer (a redirect too: it is not followed), no answer within the time allowed, or no connection: a failure. A delivery is attempted up to 8 times (the guide's Webhooks section gives the schedule), a test event once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    debitNoteCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<unix seconds>,v1=<hex>`: HMAC-SHA256 keyed with the whole endpoint secret (`whsec_…`) over `<t>.<raw body>`, the scheme of Stripe. Verify it on the raw bytes and reject timestamps more than 5 minutes old. */
+                "X-Webhook-Signature": string;
+                /** @description The event id (the body’s `id`); a delivery may arrive more than once: de-duplicate on it. */
+                "X-Webhook-Id": string;
+                /** @description The event type (the body’s `type`). */
+                "X-Webhook-Event": "debit_note.created";
+                /** @description Names the sender. */
+                "User-Agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DebitNoteCreatedEvent"];
             };
         };
         responses: {

@@ -8,6 +8,9 @@ export interface ClientRow {
   rut: string | null;
   phone: string | null;
   address: string | null;
+  giro: string | null;
+  comuna: string | null;
+  ciudad: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -20,14 +23,17 @@ export interface NewClient {
   rut: string | null;
   phone: string | null;
   address: string | null;
+  giro: string | null;
+  comuna: string | null;
+  ciudad: string | null;
   now: Date;
 }
 
 /** Inserts unless a client with that e-mail (any case) exists; null on conflict. */
 export async function insertClient(db: Queryable, c: NewClient): Promise<ClientRow | null> {
   const rows = await db<ClientRow[]>`
-    INSERT INTO clients (id, merchant_id, name, email, rut, phone, address, created_at, updated_at)
-    VALUES (${c.id}, ${c.merchant_id}, ${c.name}, ${c.email}, ${c.rut}, ${c.phone}, ${c.address}, ${c.now}, ${c.now})
+    INSERT INTO clients (id, merchant_id, name, email, rut, phone, address, giro, comuna, ciudad, created_at, updated_at)
+    VALUES (${c.id}, ${c.merchant_id}, ${c.name}, ${c.email}, ${c.rut}, ${c.phone}, ${c.address}, ${c.giro}, ${c.comuna}, ${c.ciudad}, ${c.now}, ${c.now})
     ON CONFLICT (merchant_id, lower(email)) DO NOTHING
     RETURNING *`;
   return rows[0] ?? null;
@@ -56,6 +62,9 @@ export interface ClientChanges {
   rut?: string | null;
   phone?: string | null;
   address?: string | null;
+  giro?: string | null;
+  comuna?: string | null;
+  ciudad?: string | null;
 }
 
 /** Applies only the fields given; `undefined` keeps, `null` clears. Null when absent. */
@@ -68,6 +77,9 @@ export async function updateClient(db: Queryable, merchantId: string, id: string
       rut     = CASE WHEN ${has('rut')}     THEN ${ch.rut ?? null}     ELSE rut END,
       phone   = CASE WHEN ${has('phone')}   THEN ${ch.phone ?? null}   ELSE phone END,
       address = CASE WHEN ${has('address')} THEN ${ch.address ?? null} ELSE address END,
+      giro    = CASE WHEN ${has('giro')}    THEN ${ch.giro ?? null}    ELSE giro END,
+      comuna  = CASE WHEN ${has('comuna')}  THEN ${ch.comuna ?? null}  ELSE comuna END,
+      ciudad  = CASE WHEN ${has('ciudad')}  THEN ${ch.ciudad ?? null}  ELSE ciudad END,
       updated_at = ${now}
     WHERE merchant_id = ${merchantId} AND id = ${id}
     RETURNING *`;

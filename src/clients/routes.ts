@@ -58,7 +58,7 @@ export const clientRoutes = [
     path: '/clients/:client_id',
     operationId: 'updateClient',
     summary: 'Update a client (only the fields given change)',
-    description: 'Issued invoices keep the client as it was when they were created. `null` clears rut, phone or address.',
+    description: 'Issued invoices keep the client as it was when they were created. `null` clears rut, phone, address, giro, comuna or ciudad.',
     tag: 'Clients',
     scope: 'clients:create',
     params: s.clientIdParams,

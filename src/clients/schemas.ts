@@ -3,7 +3,7 @@ import { normaliseTaxId } from './rut.js';
 import { link, pagingQuery, timestamp, uuid } from '../http/schemas.js';
 
 export const clientName = z.string().trim().min(1, 'must not be empty').max(200);
-export const clientEmail = z.email({ message: 'must be a valid e-mail address' }).max(254);
+export const clientEmail = z.email().max(254);
 export const clientRut = z
   .string()
   .trim()
@@ -19,6 +19,10 @@ export const clientRut = z
   .meta({ description: 'Chilean RUT (12.345.678-5 or 12345678-5; stored as 12345678-5) or another tax id', example: '12.345.678-5' });
 export const clientPhone = z.string().trim().max(50);
 export const clientAddress = z.string().trim().max(500);
+// The SII's lengths for a receiver's giro, comuna and ciudad (docs/tax-documents.md).
+export const clientGiro = z.string().trim().min(1, 'must not be empty').max(40, 'at most 40 characters (the SII\'s GiroRecep)');
+export const clientComuna = z.string().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CmnaRecep)');
+export const clientCiudad = z.string().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CiudadRecep)');
 
 export const createClientBody = z.strictObject({
   name: clientName,
@@ -26,6 +30,9 @@ export const createClientBody = z.strictObject({
   rut: clientRut.optional(),
   phone: clientPhone.optional(),
   address: clientAddress.optional(),
+  giro: clientGiro.optional().meta({ description: "The client's line of business; a factura to a Chilean RUT requires it" }),
+  comuna: clientComuna.optional().meta({ description: 'A factura to a Chilean RUT requires it' }),
+  ciudad: clientCiudad.optional(),
 });
 export type CreateClientInput = z.output<typeof createClientBody>;
 
@@ -35,6 +42,9 @@ export const updateClientBody = z.strictObject({
   rut: clientRut.nullable().optional(),
   phone: clientPhone.nullable().optional(),
   address: clientAddress.nullable().optional(),
+  giro: clientGiro.nullable().optional(),
+  comuna: clientComuna.nullable().optional(),
+  ciudad: clientCiudad.nullable().optional(),
 });
 export type UpdateClientInput = z.output<typeof updateClientBody>;
 
@@ -49,6 +59,9 @@ export const clientResource = z
     rut: z.string().nullable(),
     phone: z.string().nullable(),
     address: z.string().nullable(),
+    giro: z.string().nullable(),
+    comuna: z.string().nullable(),
+    ciudad: z.string().nullable(),
     created_at: timestamp,
     updated_at: timestamp,
     _links: z.object({ self: link }),

@@ -16,6 +16,9 @@ export function clientResource(row: q.ClientRow, apiBase: string) {
     rut: row.rut,
     phone: row.phone,
     address: row.address,
+    giro: row.giro,
+    comuna: row.comuna,
+    ciudad: row.ciudad,
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
     _links: { self: { href: `${apiBase}/clients/${row.id}`, method: 'GET' as const, rel: 'self', title: 'Client' } },
@@ -46,6 +49,9 @@ async function insertNewClient(db: Queryable, merchantId: string, input: CreateC
     rut: input.rut ?? null,
     phone: input.phone ?? null,
     address: input.address ?? null,
+    giro: input.giro ?? null,
+    comuna: input.comuna ?? null,
+    ciudad: input.ciudad ?? null,
     now: clock.now(),
   });
   if (row) await emitEvent(db, deps.boss, merchantId, 'client.created', { object: clientResource(row, deps.apiBase) });

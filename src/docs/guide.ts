@@ -43,6 +43,8 @@ const scopeGrants: Partial<Record<Scope, string>> = {
 /** What each tag of the reference groups, in its `tags` (every tag has one). */
 export const tagDescriptions: Record<string, string> = {
   Invoices: 'Create invoices (one at a time or up to 50 in a call), read and list them, send them, remind, record payments made elsewhere, cancel, and get the PDF.',
+  'Credit and debit notes':
+    "Correct an issued invoice as Chilean law does: credit notes (cancel, correct a text, return goods) and debit notes (cancel a credit note, add a charge), each with its own number and, when the invoice has a DTE, its own DTE (61, 56) at the SII.",
   Clients: 'The people and companies you invoice. Creating an invoice reuses the client with its e-mail or creates one.',
   Checkout: 'Hosted payment pages: a session creates and sends an invoice and takes the customer to pay it.',
   Account: 'What your key is: its account, scopes and rate-limit window, and whether the account can take payments.',
@@ -68,6 +70,8 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
   checkout_not_found: 'No checkout session with this id for your account',
   client_already_exists: 'Another client of yours already has this e-mail (compared ignoring case)',
   client_not_found: 'No client with this id for your account',
+  credit_note_not_found: 'No credit note with this id for your account',
+  debit_note_not_found: 'No debit note with this id for your account',
   currency_conversion_failed: 'No exchange rate for the issue date (or up to 7 days before) or the rate source failed; nothing was created',
   currency_not_supported: 'Currency outside CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN, PEN',
   idempotency_conflict: 'A request with the same Idempotency-Key is still running; retry after Retry-After seconds',
@@ -78,7 +82,7 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
   invoice_already_paid: 'The invoice is paid; it cannot be sent, reminded, paid or cancelled again',
   invoice_invalid_state: 'The operation is not allowed in the invoice status (for example a cancelled invoice)',
   invoice_not_found: 'No invoice with this id for your account',
-  dte_not_found: 'The invoice has no Chilean tax document (DTE): its merchant issues none, or it is a draft or not in CLP',
+  dte_not_found: 'The invoice or note has no Chilean tax document (DTE): its merchant issues none, it is a draft, not in CLP or to a client without a Chilean RUT',
   invoice_not_sent: 'The invoice is still a draft: send it first',
   ip_not_allowed: "The request's address is outside the key's allow list",
   merchant_misconfigured: 'Your account lacks settings the operation needs: payment provider credentials, or (`details.dte_type`) folios (CAF) or a current certificate for that tax document',

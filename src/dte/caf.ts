@@ -3,7 +3,7 @@
 import { createPrivateKey, verify, X509Certificate } from 'node:crypto';
 import { findElement, flat, latin1Bytes, parseFlat } from './xml.js';
 
-export const DTE_TYPES = [33, 34, 61] as const;
+export const DTE_TYPES = [33, 34, 56, 61] as const;
 export type DteType = (typeof DTE_TYPES)[number];
 
 export interface Caf {
@@ -63,7 +63,7 @@ export function parseCaf(file: Buffer): Caf {
   if (!caf || !da) throw new CafError('the file is not a CAF (no CAF and DA elements)');
   if (!findElement(doc, 'RSAPK')) throw new CafError('the CAF has no RSA key (RSAPK); only RSA CAFs are supported');
   const dteType = integer(doc, 'TD');
-  if (!(DTE_TYPES as readonly number[]).includes(dteType)) throw new CafError(`the CAF is for document type ${dteType}; only 33, 34 and 61 are issued`);
+  if (!(DTE_TYPES as readonly number[]).includes(dteType)) throw new CafError(`the CAF is for document type ${dteType}; only ${DTE_TYPES.join(', ')} are issued`);
   const from = integer(doc, 'D');
   const to = integer(doc, 'H');
   if (from < 1 || to < from) throw new CafError(`the CAF's range ${from}..${to} is not a range of folios`);

@@ -7,7 +7,7 @@ import { cut, latin1 } from './xml.js';
 export const SII_NAMESPACE = 'http://www.sii.cl/SiiDte';
 // SII's schema allows at most 60 lines of detail per document.
 export const MAX_DTE_LINES = 60;
-// SII's RUT for a receiver without one (a final consumer).
+// SII's RUT for a receiver without one (a final consumer): a boleta's, never a factura's.
 export const GENERIC_RUT = '66666666-6';
 
 export interface Issuer {
@@ -21,44 +21,69 @@ export interface Issuer {
 }
 
 export interface Receiver {
-  /** A RUT as `12345678-5`, or GENERIC_RUT. */
+  /** A RUT as `12345678-5`. */
   rut: string;
   name: string;
+  giro: string | null;
   email: string | null;
   phone: string | null;
   address: string | null;
+  comuna: string | null;
+  ciudad: string | null;
 }
 
 export interface Line {
   description: string;
-  /** Plain decimals, as the invoice stores them. */
-  quantity: string;
-  unitPrice: string;
+  /** Plain decimals, as the invoice stores them; null on a note that corrects a text. */
+  quantity: string | null;
+  unitPrice: string | null;
+  /** Percent off the line's gross amount, or null. */
+  discountPercent: string | null;
+  /** Whole pesos taken off the line ("0" for none). */
+  discountAmount: string;
+  /** Not subject to VAT (IndExe 1). */
+  exempt: boolean;
   /** Whole pesos. */
   lineTotal: string;
 }
 
-/** What a credit note (type 61) cancels: SII's Referencia with CodRef 1, "anula documento". */
+/** A Referencia line: another document, or the one a note modifies (with its CodRef). */
 export interface Reference {
-  type: 33 | 34;
-  folio: number;
-  /** The referenced document's issue date, YYYY-MM-DD. */
+  /** The SII's TpoDocRef: a DTE type, 801, 802, 803, HES, HEM or SET. */
+  type: string;
+  folio: string;
+  /** YYYY-MM-DD. */
   date: string;
+  /** A note's reference to its document: 1 anula, 2 corrige texto, 3 corrige montos. */
+  code?: 1 | 2 | 3;
+  reason?: string | null;
+}
+
+/** The SII's DscRcgGlobal with TpoMov D: a discount on the taxable lines (the exempt ones when `exempt`). */
+export interface GlobalDiscount {
+  kind: '%' | '$';
+  /** The percent, or whole pesos. */
+  value: string;
+  description: string | null;
+  exempt: boolean;
 }
 
 export interface DteContent {
-  type: 33 | 34 | 61;
+  type: 33 | 34 | 56 | 61;
   folio: number;
   issueDate: string;
   /** Line prices include VAT (the invoice is tax-inclusive): SII's MntBruto. */
   grossLines: boolean;
+  /** No VAT at all: a 34, or a note of one. Its totals are the exempt amount only. */
+  taxExempt: boolean;
   issuer: Issuer;
   receiver: Receiver;
   lines: Line[];
-  /** Whole pesos; the rate in percent. For type 34 `net` is the exempt amount and there is no tax. */
-  totals: { net: string; taxRate: string; tax: string; total: string };
-  /** A credit note's: the document it cancels. */
-  reference?: Reference;
+  globalDiscount?: GlobalDiscount | undefined;
+  /** Whole pesos; the rate in percent. */
+  totals: { net: string; exempt: string; taxRate: string; tax: string; total: string };
+  /** In their order: the document's own references, then a note's reference to what it modifies. */
+  references: Reference[];
 }
 
 /** The document's ID attribute, the signature's reference. */
@@ -87,25 +112,50 @@ export function timbreFields(content: DteContent) {
   };
 }
 
-function detail(line: Line, index: number) {
+function detail(content: DteContent, line: Line, index: number) {
   const name = text(line.description, 80);
   const full = text(line.description, 1000);
   return {
     NroLinDet: String(index + 1),
+    // A document without VAT has only exempt lines: the SII reads them so without the mark.
+    ...(line.exempt && !content.taxExempt ? { IndExe: '1' } : {}),
     NmbItem: name,
     // A description longer than NmbItem's 80 characters is kept whole in DscItem.
     ...(full !== name ? { DscItem: full } : {}),
-    QtyItem: decimal(line.quantity),
-    PrcItem: decimal(line.unitPrice),
+    ...(line.quantity === null ? {} : { QtyItem: decimal(line.quantity) }),
+    ...(line.unitPrice === null ? {} : { PrcItem: decimal(line.unitPrice) }),
+    ...(line.discountPercent === null ? {} : { DescuentoPct: decimal(line.discountPercent) }),
+    ...(line.discountAmount === '0' ? {} : { DescuentoMonto: line.discountAmount }),
     MontoItem: line.lineTotal,
   };
 }
 
 function totals(content: DteContent) {
   const t = content.totals;
-  // A credit note states its totals as the document it cancels does.
-  if (content.type === 34 || content.reference?.type === 34) return { MntExe: t.net, MntTotal: t.total };
-  return { MntNeto: t.net, TasaIVA: decimal(t.taxRate), IVA: t.tax, MntTotal: t.total };
+  if (content.taxExempt) return { MntExe: t.exempt, MntTotal: t.total };
+  return { MntNeto: t.net, ...(t.exempt === '0' ? {} : { MntExe: t.exempt }), TasaIVA: decimal(t.taxRate), IVA: t.tax, MntTotal: t.total };
+}
+
+function globalDiscount(g: GlobalDiscount) {
+  return {
+    NroLinDR: '1',
+    TpoMov: 'D',
+    ...(g.description ? { GlosaDR: text(g.description, 45) } : {}),
+    TpoValor: g.kind,
+    ValorDR: decimal(g.value),
+    ...(g.exempt ? { IndExeDR: '1' } : {}),
+  };
+}
+
+function reference(r: Reference, index: number) {
+  return {
+    NroLinRef: String(index + 1),
+    TpoDocRef: r.type,
+    FolioRef: r.folio,
+    FchRef: r.date,
+    ...(r.code ? { CodRef: String(r.code) } : {}),
+    ...(r.reason ? { RazonRef: text(r.reason, 90) } : {}),
+  };
 }
 
 /** The unsigned DTE element (namespace declared on it, no XML declaration), timbre and signing time included. */
@@ -132,25 +182,18 @@ export function buildDte(content: DteContent, timbre: Timbre, signedAt: string):
       Receptor: {
         RUTRecep: receiver.rut,
         RznSocRecep: text(receiver.name, 100),
+        ...(receiver.giro ? { GiroRecep: text(receiver.giro, 40) } : {}),
         ...(receiver.phone ? { Contacto: text(receiver.phone, 80) } : {}),
         ...(receiver.email && receiver.email.length <= 80 ? { CorreoRecep: latin1(receiver.email) } : {}),
         ...(receiver.address ? { DirRecep: text(receiver.address, 70) } : {}),
+        ...(receiver.comuna ? { CmnaRecep: text(receiver.comuna, 20) } : {}),
+        ...(receiver.ciudad ? { CiudadRecep: text(receiver.ciudad, 20) } : {}),
       },
       Totales: totals(content),
     },
-    Detalle: content.lines.map(detail),
-    ...(content.reference
-      ? {
-          Referencia: {
-            NroLinRef: '1',
-            TpoDocRef: String(content.reference.type),
-            FolioRef: String(content.reference.folio),
-            FchRef: content.reference.date,
-            CodRef: '1',
-            RazonRef: 'Anula documento',
-          },
-        }
-      : {}),
+    Detalle: content.lines.map((line, i) => detail(content, line, i)),
+    ...(content.globalDiscount ? { DscRcgGlobal: globalDiscount(content.globalDiscount) } : {}),
+    ...(content.references.length ? { Referencia: content.references.map(reference) } : {}),
     TED: timbre.element,
     TmstFirma: signedAt,
   };

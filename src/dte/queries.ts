@@ -204,11 +204,15 @@ const DOCUMENT_COLUMNS = 'id, merchant_id, invoice_id, dte_type, folio, signed_d
 
 export async function insertDocument(
   db: Queryable,
-  d: Pick<DocumentRow, 'id' | 'merchant_id' | 'invoice_id' | 'dte_type' | 'folio' | 'signed_dte' | 'receiver_rut' | 'issue_date' | 'total'> & { ted: string; created_at: Date },
+  d: Pick<DocumentRow, 'id' | 'merchant_id' | 'invoice_id' | 'dte_type' | 'folio' | 'signed_dte' | 'receiver_rut' | 'issue_date' | 'total'> & {
+    note_id: string | null;
+    ted: string;
+    created_at: Date;
+  },
 ): Promise<void> {
   await db`
-    INSERT INTO dte_documents (id, merchant_id, invoice_id, dte_type, folio, signed_dte, ted, receiver_rut, issue_date, total, status, created_at, updated_at)
-    VALUES (${d.id}, ${d.merchant_id}, ${d.invoice_id}, ${d.dte_type}, ${d.folio}, ${d.signed_dte}, ${d.ted}, ${d.receiver_rut},
+    INSERT INTO dte_documents (id, merchant_id, invoice_id, note_id, dte_type, folio, signed_dte, ted, receiver_rut, issue_date, total, status, created_at, updated_at)
+    VALUES (${d.id}, ${d.merchant_id}, ${d.invoice_id}, ${d.note_id}, ${d.dte_type}, ${d.folio}, ${d.signed_dte}, ${d.ted}, ${d.receiver_rut},
             ${d.issue_date}::date, ${d.total}, 'pending', ${d.created_at}, ${d.created_at})`;
 }
 
@@ -335,21 +339,39 @@ export async function finishDocument(
 export async function mirrorOnInvoice(db: Queryable, documentId: string, now: Date): Promise<void> {
   await db`
     UPDATE invoices i SET
-      dte_status = CASE WHEN d.dte_type = 61 THEN i.dte_status ELSE CASE d.status WHEN 'uploading' THEN 'pending' ELSE d.status END END,
-      dte_track_id = CASE WHEN d.dte_type = 61 THEN i.dte_track_id ELSE s.track_id END,
-      credit_note_status = CASE WHEN d.dte_type = 61 THEN CASE d.status WHEN 'uploading' THEN 'pending' ELSE d.status END ELSE i.credit_note_status END,
+      dte_status = CASE WHEN d.note_id IS NOT NULL THEN i.dte_status ELSE CASE d.status WHEN 'uploading' THEN 'pending' ELSE d.status END END,
+      dte_track_id = CASE WHEN d.note_id IS NOT NULL THEN i.dte_track_id ELSE s.track_id END,
+      credit_note_status = CASE WHEN d.dte_type = 61 AND d.folio = i.credit_note_folio THEN CASE d.status WHEN 'uploading' THEN 'pending' ELSE d.status END ELSE i.credit_note_status END,
       updated_at = ${now}
       FROM dte_documents d LEFT JOIN dte_submissions s ON s.id = d.submission_id
      WHERE d.id = ${documentId} AND i.id = d.invoice_id`;
+  await db`
+    UPDATE invoice_notes n SET dte_status = CASE d.status WHEN 'uploading' THEN 'pending' ELSE d.status END, dte_track_id = s.track_id, updated_at = ${now}
+      FROM dte_documents d LEFT JOIN dte_submissions s ON s.id = d.submission_id
+     WHERE d.id = ${documentId} AND n.id = d.note_id`;
 }
 
-/** The invoice's own DTE (not its credit note) as submitted, for a credit note that cancels it. */
+/** The invoice's own DTE (not a note's) as submitted, for a note that modifies it. */
 export async function invoiceDocument(db: Queryable, invoiceId: string): Promise<DocumentRow | null> {
   const rows = await db<DocumentRow[]>`
-    SELECT ${db.unsafe(DOCUMENT_COLUMNS)} FROM dte_documents WHERE invoice_id = ${invoiceId} AND dte_type <> 61`;
+    SELECT ${db.unsafe(DOCUMENT_COLUMNS)} FROM dte_documents WHERE invoice_id = ${invoiceId} AND note_id IS NULL`;
   return rows[0] ?? null;
 }
 
+/** A note's DTE as submitted, for a debit note that cancels it. */
+export async function noteDocument(db: Queryable, noteId: string): Promise<DocumentRow | null> {
+  const rows = await db<DocumentRow[]>`SELECT ${db.unsafe(DOCUMENT_COLUMNS)} FROM dte_documents WHERE note_id = ${noteId}`;
+  return rows[0] ?? null;
+}
+
+/** The note's DTE once issued: its type, folio and the signed EnvioDTE that is its dte.xml. */
+export async function setNoteDte(db: Queryable, noteId: string, type: 56 | 61, folio: number, envioXml: Buffer): Promise<void> {
+  await db`
+    UPDATE invoice_notes SET dte_type = ${type}, dte_folio = ${folio}, dte_status = 'pending', envio_xml = ${envioXml}
+     WHERE id = ${noteId}`;
+}
+
+/** The credit note that cancelled the invoice, as the invoice's `credit_note` shows it. */
 export async function setCreditNote(db: Queryable, invoiceId: string, folio: number): Promise<void> {
   await db`UPDATE invoices SET credit_note_folio = ${folio}, credit_note_status = 'pending' WHERE id = ${invoiceId}`;
 }
@@ -358,6 +380,8 @@ export interface AdminDocumentRow {
   id: string;
   invoice_id: string;
   invoice_number: string | null;
+  /** A note's own number (CN-000001, DN-000001), null for the invoice's DTE. */
+  note_number: string | null;
   dte_type: number;
   folio: number;
   status: DocumentStatus;
@@ -370,8 +394,9 @@ export interface AdminDocumentRow {
 /** A merchant's documents, newest first, optionally of one status: what support staff look at. */
 export async function listDocuments(db: Queryable, merchantId: string, status: DocumentStatus | undefined, limit: number): Promise<AdminDocumentRow[]> {
   return db<AdminDocumentRow[]>`
-    SELECT d.id, d.invoice_id, i.invoice_number, d.dte_type, d.folio, d.status, d.reason, s.track_id, d.created_at, d.updated_at
-      FROM dte_documents d JOIN invoices i ON i.id = d.invoice_id LEFT JOIN dte_submissions s ON s.id = d.submission_id
+    SELECT d.id, d.invoice_id, i.invoice_number, n.number AS note_number, d.dte_type, d.folio, d.status, d.reason, s.track_id, d.created_at, d.updated_at
+      FROM dte_documents d JOIN invoices i ON i.id = d.invoice_id LEFT JOIN invoice_notes n ON n.id = d.note_id
+      LEFT JOIN dte_submissions s ON s.id = d.submission_id
      WHERE d.merchant_id = ${merchantId} ${status ? db`AND d.status = ${status}` : db``}
      ORDER BY d.created_at DESC, d.folio DESC LIMIT ${limit}`;
 }

@@ -8,14 +8,15 @@ import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
-import { getInvoice } from '../invoices/queries.js';
+import type { NoteAmounts } from '../invoices/note-amounts.js';
+import { getInvoice, type DocumentReference, type InvoiceRow } from '../invoices/queries.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
 import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { CafError, DTE_TYPES, parseCaf, verifyCaf, type DteType } from './caf.js';
 import { CertificateError, readPkcs12, type SigningIdentity } from './certificate.js';
-import { dteFilename, MAX_DTE_LINES, type Reference } from './document.js';
-import { issueDte, soleEnvio, type IssueInput } from './issue.js';
+import { dteFilename, MAX_DTE_LINES, type DteContent } from './document.js';
+import { dteGlobalDiscount, dteLines, hasCompanyRut, invoiceDteContent, invoiceReceiver, issueDte, pesos, siiTimestamp, soleEnvio, type IssueInput } from './issue.js';
 import { SII_CAF_CERTIFICATES } from './sii-certs.js';
 import { queueSubmission } from './submission.js';
 import * as q from './queries.js';
@@ -225,7 +226,7 @@ export async function dteStatus(db: Queryable, merchantId: string) {
 
 // ─── Issuing ─────────────────────────────────────────────────────────────────
 
-function misconfigured(type: 33 | 34 | 61, message: string): AppError {
+function misconfigured(type: DteContent['type'], message: string): AppError {
   return new AppError('merchant_misconfigured', message, { details: { dte_type: type } });
 }
 
@@ -235,19 +236,17 @@ export interface IssueDeps {
   boss: PgBoss;
 }
 
-type Issuing = Omit<IssueInput, 'type' | 'folio' | 'caf' | 'reference'>;
+/** Who signs, under which resolution, and when. */
+type Signer = Pick<IssueInput, 'issuer' | 'identity' | 'now'>;
 
-/** The merchant's issuing setup when it issues DTEs (tax profile, certificate, CAFs), its certificate opened. */
-async function issuing(db: Queryable, secrets: SecretBox | undefined, merchantId: string, invoiceId: string): Promise<Issuing | null> {
+/** The merchant's signing setup when it issues DTEs (tax profile, certificate), its certificate opened. */
+async function signer(db: Queryable, secrets: SecretBox | undefined, merchantId: string): Promise<Signer | null> {
   const setup = await q.signingSetup(db, merchantId);
   if (!setup) return null;
   const merchant = await getMerchant(db, merchantId);
   if (!merchant || !isDteReady(merchant)) return null;
-  const invoice = await getInvoice(db, merchantId, invoiceId);
-  if (!invoice) throw new Error(`invoice ${invoiceId} vanished while its tax document was issued`);
   if (!secrets) throw new Error('issuing a DTE needs the secret box that opens the certificate');
   return {
-    invoice,
     issuer: {
       rut: merchant.rut,
       razonSocial: merchant.razon_social,
@@ -265,21 +264,30 @@ async function issuing(db: Queryable, secrets: SecretBox | undefined, merchantId
   };
 }
 
+/** Whose document it is: the invoice, and the note when it is a note's. */
+interface DocumentOwner {
+  merchantId: string;
+  invoiceId: string;
+  noteId?: string;
+}
+
 /**
- * A folio of the type, the document built, stamped and signed, and its submission queued, all in
- * the caller's transaction. No folio left, or an expired certificate, refuses (the caller's
- * transaction rolls back).
+ * A folio of the type, the document built (by `build`, given its folio), stamped and signed, and
+ * its submission queued, all in the caller's transaction. No folio left, or an expired
+ * certificate, refuses (the caller's transaction rolls back).
  */
-async function issueDocument(db: Queryable, deps: IssueDeps, base: Issuing, type: 33 | 34 | 61, reference?: Reference) {
-  const { invoice, identity, now } = base;
+async function issueDocument(db: Queryable, deps: IssueDeps, by: Signer, owner: DocumentOwner, type: DteContent['type'], build: (folio: number) => DteContent) {
+  const { identity, now } = by;
   if (identity.notAfter <= now) throw misconfigured(type, `The DTE signing certificate expired on ${iso(identity.notAfter)}: add a current one.`);
-  const taken = await q.takeFolio(db, invoice.merchant_id, type);
+  const taken = await q.takeFolio(db, owner.merchantId, type);
   if (!taken) throw misconfigured(type, `No folios of DTE type ${type} are left: load a CAF of type ${type}.`);
-  const issued = issueDte({ ...base, type, folio: taken.folio, caf: { cafXml: taken.caf_xml, privateKeyPem: deps.secrets!.open(taken.sealed_private_key) }, ...(reference ? { reference } : {}) });
+  const content = build(taken.folio);
+  const issued = issueDte({ ...by, content, caf: { cafXml: taken.caf_xml, privateKeyPem: deps.secrets!.open(taken.sealed_private_key) } });
   await q.insertDocument(db, {
     id: newId(),
-    merchant_id: invoice.merchant_id,
-    invoice_id: invoice.id,
+    merchant_id: owner.merchantId,
+    invoice_id: owner.invoiceId,
+    note_id: owner.noteId ?? null,
     dte_type: type,
     folio: taken.folio,
     signed_dte: issued.signedDte,
@@ -289,26 +297,44 @@ async function issueDocument(db: Queryable, deps: IssueDeps, base: Issuing, type
     total: issued.total,
     created_at: now,
   });
-  await queueSubmission(db, deps.boss, invoice.merchant_id);
+  await queueSubmission(db, deps.boss, owner.merchantId);
   return { taken, issued };
 }
 
+/** The receiver's fields a factura or a note needs (docs/tax-documents.md), each one missing named. */
+function assertReceiverComplete(invoice: InvoiceRow): void {
+  const missing = (['giro', 'address', 'comuna'] as const).filter((f) => !invoice[`client_${f}`]);
+  if (!missing.length) return;
+  throw AppError.validation(
+    missing.map((f) => ({ path: `client.${f}`, message: `is required: a factura to a Chilean RUT (${invoice.client_rut}) states the receiver's giro, address and comuna` })),
+    422,
+    `The client lacks ${missing.join(', ')}, which the SII requires of a factura's receiver: set them with PATCH /clients/${invoice.client_id}.`,
+  );
+}
+
 /**
- * The invoice's DTE, issued in the sending transaction (decisions §15) once it is sent: a folio
- * from the oldest CAF with folios left, the document built, stamped and signed, stored with the
- * invoice, its submission to SII queued. A merchant without the three pieces issues none; an
- * invoice in another currency than CLP gets `not_applicable`. No folio left refuses the send.
+ * The invoice's DTE, issued in the sending transaction (docs/tax-documents.md) once it is
+ * sent: a folio from the oldest CAF with folios left, the document built, stamped and signed,
+ * stored with the invoice, its submission to SII queued. A merchant without the three pieces
+ * issues none; an invoice in another currency than CLP, or whose client has no Chilean RUT (a
+ * consumer: no factura), gets `not_applicable`. A receiver without giro, address or comuna, or no
+ * folio left, refuses the send.
  */
 export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
-  const base = await issuing(db, deps.secrets, merchantId, invoiceId);
-  if (!base) return;
-  const { invoice } = base;
-  if (invoice.currency !== 'CLP') return q.markDteNotApplicable(db, invoiceId);
+  const by = await signer(db, deps.secrets, merchantId);
+  if (!by) return;
+  const invoice = await getInvoice(db, merchantId, invoiceId);
+  if (!invoice) throw new Error(`invoice ${invoiceId} vanished while its tax document was issued`);
+  if (invoice.currency !== 'CLP' || !hasCompanyRut(invoice.client_rut)) return q.markDteNotApplicable(db, invoiceId);
+  assertReceiverComplete(invoice);
   if (invoice.items.length > MAX_DTE_LINES) {
     throw AppError.validation([{ path: 'items', message: `a DTE has at most ${MAX_DTE_LINES} lines; this invoice has ${invoice.items.length}` }]);
   }
   const type = invoice.is_tax_exempt ? 34 : 33;
-  const { taken, issued } = await issueDocument(db, deps, base, type);
+  const rut = invoice.client_rut;
+  const { taken, issued } = await issueDocument(db, deps, by, { merchantId, invoiceId }, type, (folio) =>
+    invoiceDteContent({ ...invoice, client_rut: rut }, type, folio, by.issuer),
+  );
   await q.insertInvoiceDte(db, {
     invoice_id: invoiceId,
     merchant_id: merchantId,
@@ -316,26 +342,73 @@ export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId
     folio: taken.folio,
     caf_id: taken.caf_id,
     ted: issued.ted,
-    envio_xml: soleEnvio({ ...base, type }, issued),
-    resolucion_numero: base.issuer.resolucionNumero,
-    resolucion_fecha: base.issuer.resolucionFecha,
-    created_at: base.now,
+    envio_xml: soleEnvio({ ...by, type }, issued),
+    resolucion_numero: by.issuer.resolucionNumero,
+    resolucion_fecha: by.issuer.resolucionFecha,
+    created_at: by.now,
   });
 }
 
+/** A document a note modifies, as the SII knows it: what the note's Referencia names. */
+export interface NoteTarget {
+  type: number;
+  folio: number;
+  /** YYYY-MM-DD. */
+  issueDate: string;
+  receiverRut: string;
+}
+
 /**
- * The credit note (type 61, CodRef 1 "anula documento") that cancels the invoice's DTE, issued
- * in the cancelling transaction: same lines and totals, its own folio, signature and submission.
- * Nothing for an invoice without a DTE or whose DTE SII rejected; no folio of type 61 left refuses the cancel.
+ * The invoice's own DTE, or the note's, when there is one the SII did not reject: what a note
+ * references. A DTE the SII rejected does not exist for it, and a note of it would be refused too.
  */
-export async function issueCreditNote(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
-  const original = await q.invoiceDocument(db, invoiceId);
-  // A DTE the SII rejected does not exist for it: there is nothing to cancel there.
-  if (!original || original.dte_type === 61 || original.status === 'rejected') return;
-  const base = await issuing(db, deps.secrets, merchantId, invoiceId);
-  if (!base) throw misconfigured(61, 'The invoice has a DTE, and cancelling it issues a credit note (type 61): the DTE setup is incomplete.');
-  const { taken } = await issueDocument(db, deps, base, 61, { type: original.dte_type as 33 | 34, folio: original.folio, date: original.issue_date });
-  await q.setCreditNote(db, invoiceId, taken.folio);
+export async function noteTarget(db: Queryable, of: { invoiceId: string } | { noteId: string }): Promise<NoteTarget | null> {
+  const doc = 'invoiceId' in of ? await q.invoiceDocument(db, of.invoiceId) : await q.noteDocument(db, of.noteId);
+  if (!doc || doc.status === 'rejected') return null;
+  return { type: doc.dte_type, folio: doc.folio, issueDate: doc.issue_date, receiverRut: doc.receiver_rut };
+}
+
+/** A credit or debit note about to be issued, with its lines and totals (docs/tax-documents.md). */
+export interface NoteForDte {
+  id: string;
+  type: 56 | 61;
+  /** The SII's CodRef of its reference to the target: 1 anula, 2 corrige texto, 3 corrige montos. */
+  code: 1 | 2 | 3;
+  description: string;
+  amounts: NoteAmounts;
+  references: DocumentReference[];
+}
+
+/**
+ * The note's DTE (61 or 56) in the caller's transaction: its own folio, the invoice's receiver,
+ * the note's lines and totals, its references and last the one to `target` with its CodRef;
+ * signed, stored, its submission queued. Returns the folio. No folio of the type left, or a
+ * merchant that no longer has its DTE setup, refuses the note (the transaction rolls back).
+ */
+export async function issueNoteDte(db: Queryable, deps: IssueDeps, invoice: InvoiceRow, note: NoteForDte, target: NoteTarget): Promise<number> {
+  const by = await signer(db, deps.secrets, invoice.merchant_id);
+  if (!by) throw misconfigured(note.type, `The document has a DTE, and a note of it is one too (type ${note.type}): the DTE setup is incomplete.`);
+  const a = note.amounts;
+  const { taken, issued } = await issueDocument(db, deps, by, { merchantId: invoice.merchant_id, invoiceId: invoice.id, noteId: note.id }, note.type, (folio) => ({
+    type: note.type,
+    folio,
+    issueDate: siiTimestamp(by.now, by.issuer.timezone).slice(0, 10),
+    grossLines: invoice.tax_inclusive && !invoice.is_tax_exempt,
+    taxExempt: invoice.is_tax_exempt,
+    issuer: by.issuer,
+    receiver: invoiceReceiver(invoice, target.receiverRut),
+    lines: dteLines(a.lines, invoice.is_tax_exempt),
+    globalDiscount: dteGlobalDiscount({ percent: a.global_discount_percent, amount: a.global_discount_amount, description: a.global_discount_description }, invoice.is_tax_exempt),
+    totals: { net: pesos(a.taxable_amount), exempt: pesos(a.exempt_amount), taxRate: invoice.tax_rate, tax: pesos(a.tax_total), total: pesos(a.total) },
+    references: [
+      ...note.references,
+      { type: String(target.type), folio: String(target.folio), date: target.issueDate, code: note.code, reason: note.description },
+    ],
+  }));
+  await q.setNoteDte(db, note.id, note.type, taken.folio, soleEnvio({ ...by, type: note.type }, issued));
+  // The credit note that cancels the invoice is also its `credit_note`.
+  if (note.type === 61 && note.code === 1) await q.setCreditNote(db, invoice.id, taken.folio);
+  return taken.folio;
 }
 
 /** The signed EnvioDTE of one of the merchant's invoices, with a file name; 404 when it has none. */

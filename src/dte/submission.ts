@@ -64,7 +64,7 @@ interface Sender {
 async function sender(deps: SubmissionDeps, merchantId: string): Promise<Sender> {
   const merchant = await getMerchant(deps.sql, merchantId);
   const setup = await q.signingSetup(deps.sql, merchantId);
-  if (!merchant?.rut || !merchant.sii_env || !merchant.resolucion_numero || !merchant.resolucion_fecha || !setup) {
+  if (!merchant?.rut || !merchant.sii_env || merchant.resolucion_numero === null || !merchant.resolucion_fecha || !setup) {
     throw new Error(`merchant ${merchantId} has documents to submit but no longer the DTE setup to sign them`);
   }
   return {
@@ -250,8 +250,8 @@ async function finish(
   const done = await q.finishDocument(tx, doc.id, status, reason, now);
   if (!done) return;
   await q.mirrorOnInvoice(tx, doc.id, now);
-  // A credit note shows on its invoice (credit_note.status) without an event of its own.
-  if (doc.dte_type === 61) return;
+  // A note's DTE shows on the note (and a cancelling credit note's on its invoice's credit_note) without an event of its own.
+  if (doc.dte_type === 61 || doc.dte_type === 56) return;
   await emitEvent(tx, deps.boss, doc.merchant_id, status === 'rejected' ? 'invoice.dte_rejected' : 'invoice.dte_accepted', {
     object: await getInvoice(tx, doc.merchant_id, doc.invoice_id, deps.urls),
   });

@@ -5,13 +5,15 @@ import type { Queryable } from '../db/client.js';
 import { invoiceEmailSources, type EmailRow } from './queries.js';
 import { disabledReason, renderEmail, type EmailKind } from './render.js';
 import { formatDate, formatMoney } from '../format.js';
+import { getNote, noteDteXml } from '../invoices/note-queries.js';
 import { getInvoice } from '../invoices/queries.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { receiptData } from '../invoices/receipt.js';
 import { getMerchant } from '../merchants/queries.js';
 import { asChargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
-import { issuedInvoicePdf } from '../pdf/store.js';
+import { issuedInvoicePdf, printNote } from '../pdf/store.js';
+import { noteEmailData, noteKindOf } from './note-email.js';
 import { dteFilename } from '../dte/document.js';
 
 export interface ComposeDeps {
@@ -64,14 +66,18 @@ async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Prom
 export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
   if (email.kind === 'endpoint_disabled') return composeEndpointDisabled(deps, email);
   if (!email.invoice_id) throw new Error(`e-mail ${email.id}: a ${email.kind} e-mail without its invoice`);
-  // Each row read once, in two statements: the message and its attachments (the PDF, when not
-  // stored yet, is rendered from these same rows).
+  // Each row read once, in two statements (three for a note's e-mail, which carries the note's
+  // documents instead of the invoice's): the message and its attachments (the PDF, when not stored
+  // yet, is rendered from these same rows).
   const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
-  const [invoice, sources] = await Promise.all([
+  const noteKind = noteKindOf(email.kind);
+  const [invoice, sources, note] = await Promise.all([
     getInvoice(deps.sql, email.merchant_id, email.invoice_id),
     invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, attachesPdf),
+    noteKind ? getNote(deps.sql, email.merchant_id, noteKind, noteEmailData.parse(email.data).note_id) : null,
   ]);
   if (!invoice || !sources) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
+  if (noteKind && !note) throw new Error(`e-mail ${email.id}: its ${noteKind} note is gone`);
   const merchant = asChargingMerchant(sources.provider_fields, sources.merchant);
   const { dte } = sources;
   const locale = email.locale;
@@ -84,6 +90,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     due_date: formatDate(invoice.due_date, locale),
     url: publicInvoiceUrl(deps.urls.publicBase, invoice.public_token),
   };
+  if (note) Object.assign(vars, { note: note.number, total: formatMoney(note.total, note.currency, locale) });
   let customMessage: string | null = null;
   if (email.kind === 'reminder') customMessage = reminderData.parse(email.data).custom_message ?? null;
   if (email.kind === 'receipt') {
@@ -107,6 +114,15 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   }
   // Decisions §15: the invoice e-mail carries the tax document beside its printed representation.
   if (email.kind === 'invoice' && dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
+  if (note) {
+    const pdf = await printNote(deps.sql, { note, invoice, merchant });
+    attachments.push({ filename: pdf.filename, content: pdf.content, contentType: 'application/pdf' });
+    if (note.dte_type !== null && note.dte_folio !== null) {
+      const xml = (await noteDteXml(deps.sql, email.merchant_id, note.kind, note.id))?.envio_xml;
+      if (!xml) throw new Error(`e-mail ${email.id}: note ${note.id} has a DTE but no EnvioDTE`);
+      attachments.push({ filename: dteFilename(note.dte_type, note.dte_folio), content: xml, contentType: 'application/xml' });
+    }
+  }
   return {
     from: deps.config.EMAIL_FROM,
     replyTo: { name: merchant.name, address: merchant.email },

@@ -1,12 +1,13 @@
 import type { Queryable } from '../db/client.js';
 import type { MerchantRow } from '../merchants/queries.js';
 import type { InvoiceDte } from '../dte/queries.js';
+import type { NoteEmailKind } from './note-email.js';
 
 export interface EmailRow {
   id: string;
   merchant_id: string;
   invoice_id: string | null;
-  kind: 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled';
+  kind: 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled' | NoteEmailKind;
   dedupe_key: string;
   to_address: string;
   locale: 'es' | 'en';

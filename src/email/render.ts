@@ -4,8 +4,9 @@ import Handlebars from 'handlebars';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
 import type { LegalProfile } from '../merchants/legal-profile.js';
+import type { NoteEmailKind } from './note-email.js';
 
-export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled';
+export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled' | NoteEmailKind;
 export type DisabledReason = 'consecutive_failures' | 'gone';
 
 interface KindStrings {
@@ -52,6 +53,8 @@ export interface EmailVars {
   url: string;
   client?: string;
   number?: string;
+  /** A credit or debit note's number (CN-000001); `number` stays its invoice's. */
+  note?: string;
   total?: string;
   due_date?: string;
   amount?: string;
@@ -77,7 +80,7 @@ export interface EmailOptions {
 
 export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, opts: EmailOptions = {}): RenderedEmail {
   const s = strings[locale];
-  const v = { client: '', number: '', total: '', due_date: '', amount: '', paid_on: '', endpoint_url: '', endpoint_id: '', reason: '', ...vars };
+  const v = { client: '', number: '', note: '', total: '', due_date: '', amount: '', paid_on: '', endpoint_url: '', endpoint_id: '', reason: '', ...vars };
   const body = opts.customMessage ?? phrase(s[kind].body, v);
   const view = {
     lang: locale,

@@ -15,6 +15,8 @@ export const eventTypes = {
   'invoice.cancelled': 'A sent, viewed or overdue invoice was cancelled.',
   'invoice.dte_accepted': "The SII accepted the invoice's tax document (DTE), with or without objections: `dte_status` says which.",
   'invoice.dte_rejected': "The SII rejected the invoice's tax document (DTE).",
+  'credit_note.created': 'A credit note was issued (POST /invoices/{invoice_id}/credit-notes, or a cancel): its DTE, when it has one, is pending at the SII.',
+  'debit_note.created': 'A debit note was issued (a charge on an invoice, or the cancellation of a credit note).',
   'client.created': 'A client was created.',
   'client.updated': 'A client was updated.',
   'checkout.completed': 'A checkout session was paid.',

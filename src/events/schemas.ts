@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { timestamp } from '../http/schemas.js';
 import { checkoutSession } from '../checkout/schemas.js';
 import { clientResource } from '../clients/schemas.js';
+import { creditNoteResource, debitNoteResource } from '../invoices/note-schemas.js';
 import { invoiceResource, reminderResource } from '../invoices/schemas.js';
 import { paymentResource } from '../payments/schemas.js';
 import { eventTypeNames, eventTypes, type EventType } from './emit.js';
@@ -24,6 +25,8 @@ const eventData = {
   'invoice.cancelled': invoiceData,
   'invoice.dte_accepted': invoiceData,
   'invoice.dte_rejected': invoiceData,
+  'credit_note.created': z.object({ object: creditNoteResource }),
+  'debit_note.created': z.object({ object: debitNoteResource }),
   'client.created': clientData,
   'client.updated': clientData,
   'checkout.completed': checkoutData,

@@ -7,7 +7,21 @@ export interface InvoiceItemRow {
   description: string;
   quantity: string;
   unit_price: string;
+  /** Percent off the line's gross amount, or null; discount_amount is what was taken off either way. */
+  discount_percent: string | null;
+  discount_amount: string;
+  exempt: boolean;
   line_total: string;
+}
+
+/** A reference to another document (docs/tax-documents.md): the SII's Referencia. */
+export interface DocumentReference {
+  /** The SII's TpoDocRef: 801 (orden de compra), 802, 803, HES, SET or a DTE type. */
+  type: string;
+  folio: string;
+  /** YYYY-MM-DD. */
+  date: string;
+  reason: string | null;
 }
 
 export interface InvoiceRow {
@@ -19,6 +33,9 @@ export interface InvoiceRow {
   client_rut: string | null;
   client_phone: string | null;
   client_address: string | null;
+  client_giro: string | null;
+  client_comuna: string | null;
+  client_ciudad: string | null;
   invoice_number: string | null;
   external_reference: string | null;
   status: InvoiceStatus;
@@ -31,9 +48,18 @@ export interface InvoiceRow {
   tax_inclusive: boolean;
   tax_rate: string;
   subtotal: string;
+  taxable_amount: string;
+  exempt_amount: string;
+  discount_total: string;
+  global_discount_percent: string | null;
+  global_discount_amount: string | null;
+  global_discount_description: string | null;
+  references: DocumentReference[];
   tax_total: string;
   total: string;
   amount_paid: string;
+  amount_credited: string;
+  amount_debited: string;
   public_token: string;
   locale: 'es' | 'en';
   sent_at: Date | null;
@@ -78,6 +104,11 @@ export type ListedInvoice = Pick<
   | 'client_name'
   | 'client_email'
   | 'client_phone'
+  | 'client_rut'
+  | 'client_address'
+  | 'client_giro'
+  | 'client_comuna'
+  | 'client_ciudad'
   | 'invoice_number'
   | 'external_reference'
   | 'status'
@@ -90,9 +121,18 @@ export type ListedInvoice = Pick<
   | 'tax_inclusive'
   | 'tax_rate'
   | 'subtotal'
+  | 'taxable_amount'
+  | 'exempt_amount'
+  | 'discount_total'
+  | 'global_discount_percent'
+  | 'global_discount_amount'
+  | 'global_discount_description'
+  | 'references'
   | 'tax_total'
   | 'total'
   | 'amount_paid'
+  | 'amount_credited'
+  | 'amount_debited'
   | 'public_token'
   | 'payment_provider'
   | 'payment_transaction_id'
@@ -117,8 +157,13 @@ export type NewInvoice = Omit<
   | 'client_rut'
   | 'client_phone'
   | 'client_address'
+  | 'client_giro'
+  | 'client_comuna'
+  | 'client_ciudad'
   | 'invoice_number'
   | 'amount_paid'
+  | 'amount_credited'
+  | 'amount_debited'
   | 'sent_at'
   | 'paid_at'
   | 'cancelled_at'
@@ -147,6 +192,9 @@ export interface ClientSnapshot {
   rut: string | null;
   phone: string | null;
   address: string | null;
+  giro: string | null;
+  comuna: string | null;
+  ciudad: string | null;
 }
 
 /** The merchant's client with this e-mail, ignoring case. */
@@ -170,51 +218,65 @@ export async function insertInvoice(
   const clientRow =
     'id' in client
       ? db`SELECT ${client.id}::uuid AS id, ${client.name}::text AS name, ${client.email}::text AS email,
-                  ${client.rut}::text AS rut, ${client.phone}::text AS phone, ${client.address}::text AS address`
-      : db`SELECT id, name, email, rut, phone, address FROM clients
+                  ${client.rut}::text AS rut, ${client.phone}::text AS phone, ${client.address}::text AS address,
+                  ${client.giro}::text AS giro, ${client.comuna}::text AS comuna, ${client.ciudad}::text AS ciudad`
+      : db`SELECT id, name, email, rut, phone, address, giro, comuna, ciudad FROM clients
             WHERE merchant_id = ${inv.merchant_id} AND lower(email) = lower(${client.email})`;
   const rows = await db<InvoiceWithItems[]>`
     WITH client AS (${clientRow}), invoice AS (
       INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, client_phone, client_address,
+                            client_giro, client_comuna, client_ciudad,
                             external_reference, status, currency, exchange_rate, base_currency, issue_date, due_date,
-                            is_tax_exempt, tax_inclusive, tax_rate, subtotal, tax_total, total, public_token, locale,
-                            created_at, updated_at)
+                            is_tax_exempt, tax_inclusive, tax_rate, subtotal, taxable_amount, exempt_amount, discount_total,
+                            global_discount_percent, global_discount_amount, global_discount_description, "references",
+                            tax_total, total, public_token, locale, created_at, updated_at)
       SELECT ${inv.id}, ${inv.merchant_id}, client.id, client.name, client.email, client.rut, client.phone, client.address,
+             client.giro, client.comuna, client.ciudad,
              ${inv.external_reference}, ${inv.status}, ${inv.currency}, ${inv.exchange_rate}::numeric, ${inv.base_currency},
              ${inv.issue_date}::date, ${inv.due_date}::date, ${inv.is_tax_exempt}, ${inv.tax_inclusive},
-             ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric, ${inv.tax_total}::numeric, ${inv.total}::numeric,
-             ${inv.public_token}, ${inv.locale}, ${inv.created_at}, ${inv.created_at}
+             ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric, ${inv.taxable_amount}::numeric, ${inv.exempt_amount}::numeric,
+             ${inv.discount_total}::numeric, ${inv.global_discount_percent}::numeric, ${inv.global_discount_amount}::numeric,
+             ${inv.global_discount_description}, ${JSON.stringify(inv.references)}::text::jsonb,
+             ${inv.tax_total}::numeric, ${inv.total}::numeric, ${inv.public_token}, ${inv.locale}, ${inv.created_at}, ${inv.created_at}
         FROM client
       RETURNING *
     ), item AS (
-      INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price, line_total)
-      SELECT it.id, invoice.id, it.position, it.product_id, it.description, it.quantity, it.unit_price, it.line_total
+      INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price,
+                                 discount_percent, discount_amount, exempt, line_total)
+      SELECT it.id, invoice.id, it.position, it.product_id, it.description, it.quantity, it.unit_price,
+             it.discount_percent, it.discount_amount, it.exempt, it.line_total
         FROM invoice,
              unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.position)}::int[], ${items.map((i) => i.product_id)}::text[],
                     ${items.map((i) => i.description)}::text[], ${items.map((i) => i.quantity)}::numeric[],
-                    ${items.map((i) => i.unit_price)}::numeric[], ${items.map((i) => i.line_total)}::numeric[])
-               AS it (id, position, product_id, description, quantity, unit_price, line_total)
+                    ${items.map((i) => i.unit_price)}::numeric[], ${items.map((i) => i.discount_percent)}::numeric[],
+                    ${items.map((i) => i.discount_amount)}::numeric[], ${items.map((i) => String(i.exempt))}::text[]::boolean[],
+                    ${items.map((i) => i.line_total)}::numeric[])
+               AS it (id, position, product_id, description, quantity, unit_price, discount_percent, discount_amount, exempt, line_total)
       RETURNING *
     )
     SELECT invoice.*,
-           coalesce((SELECT json_agg(json_build_object(
-               'id', item.id, 'product_id', item.product_id, 'description', item.description,
-               'quantity', item.quantity::text, 'unit_price', item.unit_price::text, 'line_total', item.line_total::text)
-               ORDER BY item.position)
+           coalesce((SELECT json_agg(${itemObject(db, 'item')} ORDER BY item.position)
              FROM item), '[]'::json) AS items
       FROM invoice`;
   return rows[0] ?? null;
 }
+
+/** One item row as InvoiceItemRow, amounts as text so none passes through a float. */
+const itemObject = (db: Queryable, alias: string) => {
+  const c = (column: string) => db(`${alias}.${column}`);
+  return db`json_build_object(
+      'id', ${c('id')}, 'product_id', ${c('product_id')}, 'description', ${c('description')},
+      'quantity', ${c('quantity')}::text, 'unit_price', ${c('unit_price')}::text,
+      'discount_percent', ${c('discount_percent')}::text, 'discount_amount', ${c('discount_amount')}::text,
+      'exempt', ${c('exempt')}, 'line_total', ${c('line_total')}::text)`;
+};
 
 /**
  * The items of invoice `i`, as a column of the same statement (a SELECT's or an UPDATE's
  * RETURNING), in order and as text so no amount passes through a float.
  */
 export const itemsJson = (db: Queryable) => db`
-  coalesce((SELECT json_agg(json_build_object(
-      'id', it.id, 'product_id', it.product_id, 'description', it.description,
-      'quantity', it.quantity::text, 'unit_price', it.unit_price::text, 'line_total', it.line_total::text)
-      ORDER BY it.position)
+  coalesce((SELECT json_agg(${itemObject(db, 'it')} ORDER BY it.position)
     FROM invoice_items it WHERE it.invoice_id = i.id), '[]'::json)`;
 
 export async function getInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceWithItems | null> {
@@ -248,11 +310,17 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
   const rows = await db<{ invoice: ListedInvoice }[]>`
     SELECT json_build_object(
              'id', i.id, 'client_id', i.client_id, 'client_name', i.client_name, 'client_email', i.client_email,
-             'client_phone', i.client_phone, 'invoice_number', i.invoice_number, 'external_reference', i.external_reference,
+             'client_phone', i.client_phone, 'client_rut', i.client_rut, 'client_address', i.client_address,
+             'client_giro', i.client_giro, 'client_comuna', i.client_comuna, 'client_ciudad', i.client_ciudad,
+             'invoice_number', i.invoice_number, 'external_reference', i.external_reference,
              'status', i.status, 'currency', i.currency, 'exchange_rate', i.exchange_rate::text, 'base_currency', i.base_currency,
              'issue_date', i.issue_date, 'due_date', i.due_date, 'is_tax_exempt', i.is_tax_exempt, 'tax_inclusive', i.tax_inclusive,
-             'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'tax_total', i.tax_total::text, 'total', i.total::text,
-             'amount_paid', i.amount_paid::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
+             'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'taxable_amount', i.taxable_amount::text,
+             'exempt_amount', i.exempt_amount::text, 'discount_total', i.discount_total::text,
+             'global_discount_percent', i.global_discount_percent::text, 'global_discount_amount', i.global_discount_amount::text,
+             'global_discount_description', i.global_discount_description, 'references', i."references",
+             'tax_total', i.tax_total::text, 'total', i.total::text, 'amount_paid', i.amount_paid::text,
+             'amount_credited', i.amount_credited::text, 'amount_debited', i.amount_debited::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
              'payment_transaction_id', i.payment_transaction_id, 'paid_at', ${rfc3339(db, 'i.paid_at')},
              'created_at', ${rfc3339(db, 'i.created_at')}, 'updated_at', ${rfc3339(db, 'i.updated_at')}, 'items', ${itemsJson(db)},
              'dte_type', i.dte_type, 'dte_folio', i.dte_folio, 'dte_status', i.dte_status, 'dte_track_id', i.dte_track_id,

@@ -1,6 +1,6 @@
 import { iso } from '../http/schemas.js';
 import { publicInvoiceUrl } from './public-url.js';
-import { formatAmount, formatExchangeRate, formatQuantity, formatRate, formatUnitPrice } from '../money.js';
+import { Decimal, formatAmount, formatExchangeRate, formatQuantity, formatRate, formatUnitPrice } from '../money.js';
 import type { InvoiceRow, ListedInvoice } from './queries.js';
 import type { ReminderRow } from './transition-queries.js';
 import type { CreditNoteStatus, InvoiceResource } from './schemas.js';
@@ -14,6 +14,12 @@ export interface Urls {
   publicBase: string;
 }
 
+/** What the client still owes (docs/tax-documents.md): never below 0. */
+export function amountDue(row: Pick<InvoiceRow, 'total' | 'amount_debited' | 'amount_credited' | 'amount_paid'>): string {
+  const due = new Decimal(row.total).plus(row.amount_debited).minus(row.amount_credited).minus(row.amount_paid);
+  return due.isNegative() ? '0' : due.toFixed();
+}
+
 /** The Invoice: GET /invoices/{id}, list pages and `invoice.*` events. */
 export function invoiceResource(row: ListedInvoice, urls: Urls): InvoiceResource {
   const self = `${urls.apiBase}/invoices/${row.id}`;
@@ -21,7 +27,17 @@ export function invoiceResource(row: ListedInvoice, urls: Urls): InvoiceResource
   return {
     id: row.id,
     client_id: row.client_id,
-    client: { id: row.client_id, name: row.client_name, email: row.client_email, phone: row.client_phone },
+    client: {
+      id: row.client_id,
+      name: row.client_name,
+      email: row.client_email,
+      phone: row.client_phone,
+      rut: row.client_rut,
+      address: row.client_address,
+      giro: row.client_giro,
+      comuna: row.client_comuna,
+      ciudad: row.client_ciudad,
+    },
     invoice_number: row.invoice_number,
     external_reference: row.external_reference,
     status: row.status,
@@ -34,9 +50,24 @@ export function invoiceResource(row: ListedInvoice, urls: Urls): InvoiceResource
     tax_inclusive: row.tax_inclusive,
     tax_rate: formatRate(row.tax_rate),
     subtotal: formatAmount(row.subtotal, row.currency),
+    taxable_amount: formatAmount(row.taxable_amount, row.currency),
+    exempt_amount: formatAmount(row.exempt_amount, row.currency),
+    discount_total: formatAmount(row.discount_total, row.currency),
+    global_discount:
+      row.global_discount_percent === null && row.global_discount_amount === null
+        ? null
+        : {
+            percent: row.global_discount_percent === null ? null : formatRate(row.global_discount_percent),
+            amount: row.global_discount_amount === null ? null : formatAmount(row.global_discount_amount, row.currency),
+            description: row.global_discount_description,
+          },
+    references: row.references,
     tax_total: formatAmount(row.tax_total, row.currency),
     total: formatAmount(row.total, row.currency),
     amount_paid: formatAmount(row.amount_paid, row.currency),
+    amount_credited: formatAmount(row.amount_credited, row.currency),
+    amount_debited: formatAmount(row.amount_debited, row.currency),
+    amount_due: formatAmount(amountDue(row), row.currency),
     public_token: row.public_token,
     public_url: publicUrl,
     payment_proof_file_id: null,
@@ -57,6 +88,9 @@ export function invoiceResource(row: ListedInvoice, urls: Urls): InvoiceResource
       description: it.description,
       quantity: formatQuantity(it.quantity),
       unit_price: formatUnitPrice(it.unit_price, row.currency),
+      discount_percent: it.discount_percent === null ? null : formatRate(it.discount_percent),
+      discount_amount: formatAmount(it.discount_amount, row.currency),
+      exempt: it.exempt,
       line_total: formatAmount(it.line_total, row.currency),
     })),
     created_at: iso(row.created_at)!,

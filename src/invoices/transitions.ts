@@ -7,16 +7,19 @@ import { iso } from '../http/schemas.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { emitEvent } from '../events/emit.js';
 import { queueEmail } from '../email/outbox.js';
-import { issueCreditNote, issueInvoiceDte } from '../dte/service.js';
+import { issueInvoiceDte } from '../dte/service.js';
 import { insertPayment, type NewPayment } from '../payments/queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { isCurrency, precision, Decimal } from '../money.js';
-import type { InvoiceRow, InvoiceWithItems } from './queries.js';
+import { getInvoice as invoiceWithItems, type DocumentReference, type InvoiceRow, type InvoiceWithItems } from './queries.js';
 import { getInvoice, invoiceNotFound } from './read.js';
 import { receiptEmail } from './receipt.js';
 import { invoiceResource, reminderResource, type Urls } from './resource.js';
 import type { InvoiceStatus, Locale } from './schemas.js';
+import { cancelAmounts } from './note-amounts.js';
+import { DEFAULT_DESCRIPTIONS, issueNote } from './note-issue.js';
+import type { NoteRow } from './note-queries.js';
 import * as q from './transition-queries.js';
 
 // Every change of an invoice's status, and what goes with it (numbers, tax documents, payments,
@@ -248,23 +251,50 @@ async function refuseWhileCustomerPays(db: Queryable, merchantId: string, id: st
   }
 }
 
+/** What the credit note that cancels an invoice says besides its amounts. */
+export interface CancelNote {
+  description?: string | undefined;
+  references?: DocumentReference[];
+}
+
 /**
- * A draft is deleted; a sent, viewed or overdue invoice is cancelled and keeps its number, and its
- * DTE, when it has one, is cancelled by a credit note issued in the same transaction.
+ * The credit note (CodRef 1) of every line and total of a cancelled invoice, with its DTE when
+ * the invoice has one (which the invoice's `credit_note` then shows).
  */
-export async function cancelInvoice(db: Queryable, merchantId: string, id: string, reason: string | null, deps: InvoiceDeps) {
+async function issueCancelNote(db: Queryable, merchantId: string, id: string, note: CancelNote, deps: InvoiceDeps): Promise<NoteRow> {
+  const invoice = await invoiceWithItems(db, merchantId, id);
+  if (!invoice) throw invoiceNotFound(id);
+  return issueNote(
+    db,
+    invoice,
+    { kind: 'credit', reason: 'cancel', description: note.description ?? DEFAULT_DESCRIPTIONS.credit.cancel, references: note.references ?? [], amounts: cancelAmounts(invoice) },
+    deps,
+  );
+}
+
+/**
+ * sent, viewed, overdue → cancelled, keeping its number, with a credit note of all of it issued in
+ * the same transaction (a type-61 DTE when the invoice has one): the invoice as it is now, and the note.
+ */
+export async function cancelIssuedInvoice(db: Queryable, merchantId: string, id: string, reason: string | null, deps: InvoiceDeps, note: CancelNote = {}) {
   const now = clock.now();
-  const deleted = await q.deleteDraft(db, merchantId, id);
-  if (deleted) {
-    return { invoice_id: id, status: 'deleted' as const, cancelled_at: iso(now)!, invoice_number: null, reason, credit_note: null };
-  }
   await refuseWhileCustomerPays(db, merchantId, id, 'cancel', now);
   const row = await q.markCancelled(db, merchantId, id, reason, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'cancel');
-  await issueCreditNote(db, { secrets: deps.secrets, boss: deps.boss }, merchantId, id);
+  const issued = await issueCancelNote(db, merchantId, id, note, deps);
   const invoice = await getInvoice(db, merchantId, id, deps.urls);
   await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: invoice });
-  return { invoice_id: row.id, status: 'cancelled' as const, cancelled_at: iso(now)!, invoice_number: row.invoice_number, reason, credit_note: invoice.credit_note };
+  return { row, invoice, note: issued, cancelledAt: now };
+}
+
+/** POST /cancel: a draft is deleted; an issued invoice is cancelled with its credit note (cancelIssuedInvoice). */
+export async function cancelInvoice(db: Queryable, merchantId: string, id: string, reason: string | null, deps: InvoiceDeps) {
+  const deleted = await q.deleteDraft(db, merchantId, id);
+  if (deleted) {
+    return { invoice_id: id, status: 'deleted' as const, cancelled_at: iso(clock.now())!, invoice_number: null, reason, credit_note: null };
+  }
+  const { row, invoice, cancelledAt } = await cancelIssuedInvoice(db, merchantId, id, reason, deps);
+  return { invoice_id: row.id, status: 'cancelled' as const, cancelled_at: iso(cancelledAt)!, invoice_number: row.invoice_number, reason, credit_note: invoice.credit_note };
 }
 
 /**
@@ -276,7 +306,7 @@ export async function cancelInvoice(db: Queryable, merchantId: string, id: strin
  */
 export async function expireCheckoutInvoice(db: Queryable, merchantId: string, id: string, now: Date, deps: InvoiceDeps): Promise<void> {
   if (!(await q.markCheckoutExpired(db, merchantId, id, now))) return;
-  await issueCreditNote(db, { secrets: deps.secrets, boss: deps.boss }, merchantId, id);
+  await issueCancelNote(db, merchantId, id, {}, deps);
   await emitEvent(db, deps.boss, merchantId, 'invoice.cancelled', { object: await getInvoice(db, merchantId, id, deps.urls) });
 }
 

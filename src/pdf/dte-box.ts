@@ -6,24 +6,29 @@ import type { Reference } from '../dte/document.js';
 import { formatDate } from '../format.js';
 import type { Locale } from '../invoices/schemas.js';
 import type { LegalProfile } from '../merchants/legal-profile.js';
+import type { ReferenceTable } from './references.js';
 import { pdfText } from './text.js';
 
 /** The DTE a PDF prints: what the red box and the timbre show. */
 export interface PrintedDte {
-  type: 33 | 34 | 61;
+  type: 33 | 34 | 56 | 61;
   folio: number;
   /** The TED element exactly as signed (text of the ISO-8859-1 bytes, no whitespace between tags): the barcode's content. */
   ted: string;
   resolutionNumber: number;
   /** YYYY-MM-DD */
   resolutionDate: string;
-  /** A credit note's (61, and only its): the document it cancels, SII's Referencia with CodRef 1. */
+  /**
+   * An invoice printed as the credit note (61) that cancels it: the document it cancels, SII's
+   * Referencia with CodRef 1. A note's own PDF names what it modifies among its references instead.
+   */
   reference?: Reference;
 }
 
 const DOCUMENT_NAMES: Record<PrintedDte['type'], string> = {
   33: 'FACTURA ELECTRÓNICA',
   34: 'FACTURA NO AFECTA O EXENTA ELECTRÓNICA',
+  56: 'NOTA DE DÉBITO ELECTRÓNICA',
   61: 'NOTA DE CRÉDITO ELECTRÓNICA',
 };
 
@@ -70,33 +75,23 @@ export function drawRedBox(doc: PDFKit.PDFDocument, dte: PrintedDte, issuer: Leg
   return doc.y;
 }
 
-const REFERENCE_SIZE = 9.5;
-const REFERENCE_GAP = 12;
-
 /**
- * A credit note's "Referencias" at (x, y) across the width: the type, folio and date of the
+ * The "Referencias" of an invoice printed as its credit note: the type, folio and date of the
  * document it cancels and SII's reason, as the document's Referencia carries them (decisions §15).
- * Returns the y under them.
  */
-export function drawReferences(doc: PDFKit.PDFDocument, reference: Reference, locale: Locale, x: number, y: number, width: number): number {
-  doc.font('bold').fontSize(REFERENCE_SIZE).fillColor(INK).text('Referencias', x, y, { width });
-  const cells: [label: string, value: string, share: number][] = [
-    ['Tipo de documento', `${DOCUMENT_NAMES[reference.type]} (${reference.type})`, 0.38],
-    ['Folio', String(reference.folio), 0.12],
-    ['Fecha', formatDate(reference.date, locale), 0.28],
-    ['Razón', 'Anula documento', 0.22],
-  ];
-  const top = doc.y + 4;
-  let bottom = top;
-  let cellX = x;
-  for (const [label, value, share] of cells) {
-    const cellW = width * share - REFERENCE_GAP;
-    doc.font('bold').fontSize(REFERENCE_SIZE - 1).text(label, cellX, top, { width: cellW });
-    doc.font('regular').fontSize(REFERENCE_SIZE).text(value, cellX, doc.y + 1, { width: cellW });
-    bottom = Math.max(bottom, doc.y);
-    cellX += width * share;
-  }
-  return bottom;
+export function cancelledDocumentTable(reference: Reference, locale: Locale): ReferenceTable {
+  return {
+    labels: { title: 'Referencias', columns: ['Tipo de documento', 'Folio', 'Fecha', 'Razón'] },
+    rows: [
+      {
+        // What a credit note cancels is a 33 or a 34: a name of the box's.
+        type: `${(DOCUMENT_NAMES as Record<string, string>)[reference.type]} (${reference.type})`,
+        folio: String(reference.folio),
+        date: formatDate(reference.date, locale),
+        reason: reference.reason ?? 'Anula documento',
+      },
+    ],
+  };
 }
 
 export interface Timbre {

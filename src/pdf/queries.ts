@@ -32,3 +32,40 @@ export async function invoiceMerchantId(db: Queryable, invoiceId: string): Promi
   const rows = await db<{ merchant_id: string }[]>`SELECT merchant_id FROM invoices WHERE id = ${invoiceId}`;
   return rows[0]?.merchant_id ?? null;
 }
+
+/** Beside the note, its invoice and its merchant, what a note's PDF prints (decisions §17). */
+export interface NotePrintSources {
+  /** YYYY-MM-DD: its DTE's FchEmis, or the merchant's date of the note when it has no DTE. */
+  issue_date: string;
+  /** The note's own DTE, null without one: its timbre and the resolution it was issued under. */
+  dte: { ted: string; resolucion_numero: number; resolucion_fecha: string } | null;
+  /** The DTE of the document the note modifies (the invoice's, or the credit note's a debit note cancels), when it has one. */
+  target: { dte_type: number; folio: number; issue_date: string } | null;
+  /** The credit note a debit note cancels: its number and the merchant's date of it. */
+  cancels: { number: string; date: string } | null;
+}
+
+/**
+ * One statement for the note. Only the EnvioDTE records the resolution a note was issued under
+ * (an invoice's stands in invoice_dtes): it is read from its Carátula, so a merchant that moved
+ * from certificación to producción since still prints the note's own. Both DTE rows are found
+ * through the invoice, whose documents are indexed.
+ */
+export async function notePrintSources(db: Queryable, noteId: string): Promise<NotePrintSources | null> {
+  const rows = await db<NotePrintSources[]>`
+    SELECT
+      coalesce(d.issue_date, (n.created_at AT TIME ZONE m.timezone)::date)::text AS issue_date,
+      CASE WHEN d.id IS NULL THEN NULL ELSE json_build_object(
+        'ted', d.ted,
+        'resolucion_numero', substring(convert_from(n.envio_xml, 'LATIN1') from '<NroResol>([0-9]+)</NroResol>')::int,
+        'resolucion_fecha', substring(convert_from(n.envio_xml, 'LATIN1') from '<FchResol>([0-9-]+)</FchResol>')) END AS dte,
+      CASE WHEN t.id IS NULL THEN NULL ELSE json_build_object('dte_type', t.dte_type, 'folio', t.folio, 'issue_date', t.issue_date::text) END AS target,
+      CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object('number', c.number, 'date', (c.created_at AT TIME ZONE m.timezone)::date::text) END AS cancels
+      FROM invoice_notes n
+      JOIN merchants m ON m.id = n.merchant_id
+      LEFT JOIN dte_documents d ON d.invoice_id = n.invoice_id AND d.note_id = n.id
+      LEFT JOIN dte_documents t ON t.invoice_id = n.invoice_id AND t.note_id IS NOT DISTINCT FROM n.cancels_note_id
+      LEFT JOIN invoice_notes c ON c.id = n.cancels_note_id
+     WHERE n.id = ${noteId}`;
+  return rows[0] ?? null;
+}

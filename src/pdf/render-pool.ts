@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { MerchantRow } from '../merchants/queries.js';
-import type { RenderOptions } from './render.js';
+import type { PrintedDte, PrintedNote, RenderOptions } from './render.js';
 import type { RenderTask } from './render-thread.js';
 
 // A PDF is milliseconds of synchronous CPU (font subsetting, layout, deflate). On the event loop it
@@ -27,8 +27,17 @@ function renderPool(): Piscina<RenderTask, Uint8Array> {
   return pool;
 }
 
-/** renderInvoicePdf (render.ts), in a render thread: the same bytes, off the event loop. */
-export async function renderInvoicePdfInThread(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
-  const bytes = await renderPool().run({ invoice, merchant, opts });
+async function renderInThread(task: RenderTask): Promise<Buffer> {
+  const bytes = await renderPool().run(task);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** renderInvoicePdf (render.ts), in a render thread: the same bytes, off the event loop. */
+export function renderInvoicePdfInThread(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
+  return renderInThread({ invoice, merchant, opts });
+}
+
+/** renderNotePdf (render.ts), in a render thread. */
+export function renderNotePdfInThread(note: PrintedNote, merchant: MerchantRow, dte: PrintedDte | null): Promise<Buffer> {
+  return renderInThread({ note, merchant, dte });
 }

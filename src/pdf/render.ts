@@ -1,12 +1,17 @@
 import PDFDocument from 'pdfkit';
 import { formatRut } from '../clients/rut.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
-import type { InvoiceWithItems } from '../invoices/queries.js';
+import type { NoteItemRow, NoteRow } from '../invoices/note-queries.js';
+import type { InvoiceRow, InvoiceWithItems } from '../invoices/queries.js';
+import type { Locale } from '../invoices/schemas.js';
 import type { MerchantRow } from '../merchants/queries.js';
 import { legalProfile, type LegalProfile } from '../merchants/legal-profile.js';
-import { drawRedBox, drawReferences, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
+import { Decimal } from '../money.js';
+import { cedibleBlock } from './cedible.js';
+import { cancelledDocumentTable, drawRedBox, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
 import { pdfFonts, type FontStyle } from './fonts.js';
-import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfLabels } from './text.js';
+import { drawReferenceTable, referenceLabels, referenceRows, type ReferenceRow, type ReferenceTable } from './references.js';
+import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfCopy, type PdfLabels } from './text.js';
 
 export interface RenderOptions {
   /** A draft is marked as such on every page and carries no payment link. */
@@ -17,6 +22,8 @@ export interface RenderOptions {
   canCharge?: boolean;
   /** An issued DTE: the PDF becomes SII's printed representation of it (decisions §15). Never on a draft. */
   dte?: PrintedDte;
+  /** The SII's cedible copy of a factura (a `dte` of type 33 or 34): the receipt box and CEDIBLE beside the timbre (decisions §17). */
+  copy?: PdfCopy;
 }
 
 export type { PrintedDte };
@@ -36,14 +43,19 @@ const COLS = [
   { key: 'lineTotal', width: 115, align: 'right' },
 ] as const;
 const CELL_PAD = 5;
+const NOTE_SIZE = 8;
+const NOTE_GAP = 2;
 
 // The header's two columns: the issuer on the left, the title, number and draft notice (or a
 // DTE's red box) on the right.
 const ISSUER_SHARE = 0.6;
 const TITLE_SHARE = 0.38;
+const TITLE_SIZE = 22;
 const RED_BOX_GAP = 15;
-// Between the last of the content and a DTE's timbre.
+// Between the last of the content and a DTE's timbre; between the timbre and a cedible copy's receipt box.
 const TIMBRE_GAP = 20;
+// The rule over the total spans the unit price and amount columns.
+const TOTAL_RULE_X = COLS[0].width + COLS[1].width;
 
 /** The issuer as the header prints it: its legal profile when it has one, else its name alone. */
 function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal: string[]; profile: LegalProfile | null } {
@@ -62,6 +74,125 @@ function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal
   };
 }
 
+const isZero = (amount: string) => new Decimal(amount).isZero();
+
+/** A line of an invoice or of a note; a note's corrected text has no quantity or price. */
+type Item = Pick<NoteItemRow, 'description' | 'quantity' | 'unit_price' | 'discount_percent' | 'discount_amount' | 'exempt' | 'line_total'>;
+
+/** How a document's amounts are taxed: its invoice's currency and treatment, which its notes share. */
+type Treatment = Pick<InvoiceRow, 'currency' | 'is_tax_exempt' | 'tax_rate'>;
+
+/** What a line prints under its description: its discount, and its exemption on a taxed invoice (on an exempt one every line is). */
+function lineNotes(item: Item, treatment: Treatment, L: PdfLabels, locale: Locale): string[] {
+  const notes: string[] = [];
+  if (!isZero(item.discount_amount)) {
+    const percent = item.discount_percent === null ? '' : ` ${formatPercent(item.discount_percent, locale)}`;
+    notes.push(`${L.discount}${percent}: −${formatPrice(item.discount_amount, treatment.currency, locale)}`);
+  }
+  if (item.exempt && !treatment.is_tax_exempt) notes.push(L.exemptLine);
+  return notes;
+}
+
+/** A line of the item table: its cells in the columns' order and its notes. */
+function itemRow(item: Item, treatment: Treatment, L: PdfLabels, locale: Locale): SheetItem {
+  return {
+    cells: [
+      pdfText(item.description),
+      item.quantity === null ? '' : formatQuantityFor(item.quantity, locale),
+      item.unit_price === null ? '' : formatPrice(item.unit_price, treatment.currency, locale),
+      formatMoney(item.line_total, treatment.currency, locale),
+    ],
+    notes: lineNotes(item, treatment, L, locale),
+  };
+}
+
+/** The amounts a document adds up to, an invoice's or a note's, with what its totals block reads of its lines. */
+type Totalled = Treatment &
+  Pick<InvoiceRow, 'subtotal' | 'taxable_amount' | 'exempt_amount' | 'discount_total' | 'global_discount_percent' | 'global_discount_description' | 'tax_total' | 'total'> & {
+    items: Pick<Item, 'discount_amount'>[];
+  };
+
+/** "Descuento global 10 % (Cliente frecuente)": the percent when it was one, and the merchant's description. */
+function globalDiscountLabel(doc: Totalled, L: PdfLabels, locale: Locale): string {
+  const percent = doc.global_discount_percent === null ? '' : ` ${formatPercent(doc.global_discount_percent, locale)}`;
+  const description = doc.global_discount_description ? ` (${doc.global_discount_description})` : '';
+  return `${L.globalDiscount}${percent}${description}`;
+}
+
+type TotalsRow = [label: string, amount: string, strong: boolean];
+
+/**
+ * The totals block. Without discounts or exempt lines an invoice's is the subtotal, the tax and the
+ * total; with them, and always on a note, it shows how the total is made, as the SII's Totales do:
+ * the global discount, the net (taxed) amount, the exempt amount, the tax and the total (decisions §17).
+ */
+function totalsRows(doc: Totalled, L: PdfLabels, locale: Locale, opts: { itemised: boolean }): TotalsRow[] {
+  const money = (amount: string) => formatMoney(amount, doc.currency, locale);
+  const taxLabel = doc.is_tax_exempt ? L.taxExempt : `${L.tax} (${formatPercent(doc.tax_rate, locale)})`;
+  const tail: TotalsRow[] = [
+    [taxLabel, money(doc.tax_total), false],
+    [`${L.total} ${doc.currency}`, money(doc.total), true],
+  ];
+  const discounted = !isZero(doc.discount_total) || doc.items.some((item) => !isZero(item.discount_amount));
+  const exemptLines = !doc.is_tax_exempt && !isZero(doc.exempt_amount);
+  if (!opts.itemised && !discounted && !exemptLines) return [[L.subtotal, money(doc.subtotal), false], ...tail];
+  const rows: TotalsRow[] = [];
+  if (!isZero(doc.discount_total)) rows.push([globalDiscountLabel(doc, L, locale), `−${money(doc.discount_total)}`, false]);
+  if (!doc.is_tax_exempt) rows.push([L.netAmount, money(doc.taxable_amount), false]);
+  if (!isZero(doc.exempt_amount)) rows.push([L.exemptAmount, money(doc.exempt_amount), false]);
+  return [...rows, ...tail];
+}
+
+/** The client as a Chilean factura, and each of its notes, prints its receiver: the name, then RUT, giro, address, comuna, ciudad. */
+function clientBlock(invoice: InvoiceRow, L: PdfLabels): Sheet['client'] {
+  const lines: [string, string | null][] = [
+    [L.email, invoice.client_email],
+    [L.rut, invoice.client_rut === null ? null : formatRut(invoice.client_rut)],
+    [L.giro, invoice.client_giro],
+    [L.phone, invoice.client_phone],
+    [L.address, invoice.client_address],
+    [L.comuna, invoice.client_comuna],
+    [L.ciudad, invoice.client_ciudad],
+  ];
+  return { name: invoice.client_name, lines: lines.flatMap(([label, value]) => (value ? [`${label}: ${value}`] : [])) };
+}
+
+interface SheetItem {
+  /** In the columns' order (COLS). */
+  cells: string[];
+  notes: string[];
+}
+
+/** What a document prints, every text ready: an invoice and a note differ here, and share the page's layout. */
+interface Sheet {
+  locale: Locale;
+  /** The title at the top right, and the number under it, where no DTE's red box takes their place. */
+  title: string;
+  number: string;
+  /** The PDF's Title and Subject; its creation date is the document's, not the clock's, so the same document gives the same bytes. */
+  info: { title: string; subject: string; created: Date };
+  client: { name: string; lines: string[] };
+  /** The dates and numbers beside the client. */
+  dates: [label: string, value: string][];
+  /** Between the client and the items, in the order of the DTE's Referencia lines. */
+  references: ReferenceTable[];
+  items: SheetItem[];
+  totals: TotalsRow[];
+  /** Prices include the tax: said under the totals. */
+  taxInclusive: boolean;
+  /** The hosted page, printed under the totals. */
+  link: { label: string; url: string } | null;
+  /** What the footer names the document by on every page. */
+  footer: string;
+}
+
+/** How the sheet is printed: a draft's marks, a DTE's red box and timbre, a factura's cedible copy. */
+interface PrintOptions {
+  draft: boolean;
+  dte: PrintedDte | null;
+  copy?: PdfCopy | undefined;
+}
+
 /**
  * The invoice as a PDF, in the invoice's locale, in an embedded Unicode font (fonts.ts). The
  * issuer prints with its legal profile when it has one; the hosted page's link says "view and pay"
@@ -75,15 +206,121 @@ function issuerBlock(merchant: MerchantRow, L: PdfLabels): { name: string; legal
 export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRow, opts: RenderOptions): Promise<Buffer> {
   const locale = invoice.locale === 'en' ? 'en' : 'es';
   const L = pdfLabels(locale);
-  const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
-  const numberText = opts.draft ? L.draft : `${L.number} ${invoice.invoice_number ?? ''}`;
-  // What a merchant that cannot charge offers on its page is a view, not a payment.
-  const linkLabel = opts.canCharge ? L.viewAndPayOnline : L.viewOnline;
-  const issuer = issuerBlock(merchant, L);
   const dte = opts.dte ?? null;
   if (dte && opts.draft) throw new Error('a draft carries no DTE');
-  if (dte && !issuer.profile) throw new Error(`merchant ${merchant.id} has a DTE but no legal profile to print with it`);
   if (dte && (dte.type === 61) !== (dte.reference !== undefined)) throw new Error('a credit note, and only a credit note, prints the document it cancels');
+  if (dte?.type === 56) throw new Error('a debit note prints as a note (renderNotePdf), never as its invoice');
+  if (opts.copy === 'cedible' && dte?.type !== 33 && dte?.type !== 34) throw new Error('only a factura (a DTE of type 33 or 34) has a cedible copy');
+
+  // What the PDF's title and the footer call the invoice.
+  const shownAs = opts.draft ? L.draft : (invoice.invoice_number ?? '');
+  const dates: [string, string][] = [
+    [L.issueDate, formatDate(invoice.issue_date, locale)],
+    [L.dueDate, formatDate(invoice.due_date, locale)],
+    [L.currency, invoice.currency],
+  ];
+  // The red box shows the folio: the invoice's own number, which its page and e-mails show, goes here.
+  if (dte) dates.unshift([`${L.title} ${L.number}`, invoice.invoice_number ?? '']);
+  if (invoice.exchange_rate !== null && invoice.base_currency) {
+    dates.push([L.exchangeRate, `1 ${invoice.currency} = ${formatRateNumber(invoice.exchange_rate, locale)} ${invoice.base_currency}`]);
+  }
+  if (invoice.external_reference) dates.push([L.reference, invoice.external_reference]);
+  // The documents this one points to (an orden de compra), then the one a credit note cancels.
+  const references: ReferenceTable[] = [];
+  if (invoice.references.length > 0) references.push({ labels: referenceLabels(L), rows: referenceRows(invoice.references, L, locale) });
+  if (dte?.reference) references.push(cancelledDocumentTable(dte.reference, locale));
+
+  const sheet: Sheet = {
+    locale,
+    title: L.title.toUpperCase(),
+    number: opts.draft ? L.draft : `${L.number} ${invoice.invoice_number ?? ''}`,
+    info: {
+      title: dte ? dteTitle(dte) : `${L.title} ${shownAs}`.trim(),
+      subject: `${L.title} - ${invoice.client_name}`,
+      created: invoice.sent_at ?? invoice.created_at,
+    },
+    client: clientBlock(invoice, L),
+    dates,
+    references,
+    items: invoice.items.map((item) => itemRow(item, invoice, L, locale)),
+    totals: totalsRows(invoice, L, locale, { itemised: false }),
+    taxInclusive: invoice.tax_inclusive && !invoice.is_tax_exempt,
+    // The payment link: the hosted page (a draft has none yet). What a merchant that cannot charge
+    // offers on its page is a view, not a payment.
+    link: opts.draft ? null : { label: opts.canCharge ? L.viewAndPayOnline : L.viewOnline, url: opts.publicUrl },
+    footer: shownAs,
+  };
+  return printSheet(sheet, merchant, { draft: opts.draft, dte, copy: opts.copy });
+}
+
+/** The document a note modifies, as its last reference names it: by its DTE, or by its own number when it has none. */
+export type ModifiedDocument = { date: string } & ({ dteType: number; folio: number } | { kind: 'invoice' | 'credit'; number: string });
+
+/** A credit or debit note as its PDF prints it (decisions §17). */
+export interface PrintedNote {
+  note: NoteRow;
+  /** The note's invoice: its client, language, tax treatment and number. */
+  invoice: InvoiceRow;
+  /** YYYY-MM-DD: its DTE's issue date, or the merchant's date of the note. */
+  issueDate: string;
+  modifies: ModifiedDocument;
+}
+
+/** The row of the document a note modifies, with the note's reason: the SII's RazonRef. */
+function modifiedRow(modifies: ModifiedDocument, reason: string, L: PdfLabels, locale: Locale): ReferenceRow {
+  if ('dteType' in modifies) return referenceRows([{ type: String(modifies.dteType), folio: String(modifies.folio), date: modifies.date, reason }], L, locale)[0]!;
+  return { type: modifies.kind === 'invoice' ? L.title : L.creditNote, folio: modifies.number, date: formatDate(modifies.date, locale), reason };
+}
+
+/**
+ * A credit or debit note as a PDF, in its invoice's locale: the invoice's client, the note's lines
+ * and totals, its references and last the document it modifies with the note's reason. With `dte`
+ * (a 61 for a credit note, a 56 for a debit note) it is SII's printed representation of it, as an
+ * invoice's is; without, its title and number stand at the top right. No payment link: a note is
+ * not paid on the invoice's page. Deterministic, as the invoice's PDF is.
+ */
+export function renderNotePdf({ note, invoice, issueDate, modifies }: PrintedNote, merchant: MerchantRow, dte: PrintedDte | null): Promise<Buffer> {
+  const locale = invoice.locale === 'en' ? 'en' : 'es';
+  const L = pdfLabels(locale);
+  if (dte && dte.type !== (note.kind === 'credit' ? 61 : 56)) throw new Error(`a ${note.kind} note does not print as a DTE of type ${dte.type}`);
+  if (dte?.reference) throw new Error('a note names the document it modifies among its references, not on its DTE');
+  const name = note.kind === 'credit' ? L.creditNote : L.debitNote;
+  const dates: [string, string][] = [
+    [L.issueDate, formatDate(issueDate, locale)],
+    [`${L.title} ${L.number}`, invoice.invoice_number ?? ''],
+    [L.currency, note.currency],
+  ];
+  // The red box shows the folio: the note's own number goes here, as an invoice's does.
+  if (dte) dates.unshift([`${name} ${L.number}`, note.number]);
+  const treatment: Treatment = { currency: note.currency, is_tax_exempt: invoice.is_tax_exempt, tax_rate: invoice.tax_rate };
+  const sheet: Sheet = {
+    locale,
+    title: name.toUpperCase(),
+    number: `${L.number} ${note.number}`,
+    info: { title: dte ? dteTitle(dte) : `${name} ${note.number}`, subject: `${name} - ${invoice.client_name}`, created: note.created_at },
+    client: clientBlock(invoice, L),
+    dates,
+    references: [{ labels: referenceLabels(L), rows: [...referenceRows(note.references, L, locale), modifiedRow(modifies, note.description, L, locale)] }],
+    items: note.items.map((item) => itemRow(item, treatment, L, locale)),
+    totals: totalsRows({ ...note, ...treatment }, L, locale, { itemised: true }),
+    taxInclusive: invoice.tax_inclusive && !invoice.is_tax_exempt,
+    link: null,
+    footer: note.number,
+  };
+  return printSheet(sheet, merchant, { draft: false, dte });
+}
+
+/**
+ * The sheet on A4 pages: the issuer (with its legal profile when it has one) and the title or a
+ * DTE's red box, the client and the dates, the references, the items (their header repeated on each
+ * page), the totals, the link, a DTE's timbre at the bottom of the last page, and the footer.
+ */
+function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Promise<Buffer> {
+  const { locale } = sheet;
+  const L = pdfLabels(locale);
+  const issuer = issuerBlock(merchant, L);
+  const { dte } = opts;
+  if (dte && !issuer.profile) throw new Error(`merchant ${merchant.id} has a DTE but no legal profile to print with it`);
 
   const doc = new PDFDocument({
     size: PAGE.size,
@@ -96,12 +333,12 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     lang: locale === 'es' ? 'es-CL' : 'en-US',
     info: {
       // pdfkit writes these as UTF-16 text strings: any character is kept.
-      Title: dte ? dteTitle(dte) : `${L.title} ${opts.draft ? L.draft : (invoice.invoice_number ?? '')}`.trim(),
+      Title: sheet.info.title,
       Author: issuer.name,
-      Subject: `${L.title} - ${invoice.client_name}`,
+      Subject: sheet.info.subject,
       Creator: 'invoicing-api',
       Producer: 'invoicing-api (PDFKit)',
-      CreationDate: invoice.sent_at ?? invoice.created_at,
+      CreationDate: sheet.info.created,
     },
   });
   const fonts = pdfFonts();
@@ -153,8 +390,10 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   if (dte && issuer.profile) {
     titleBottom = drawRedBox(doc, dte, issuer.profile, right, top);
   } else {
-    doc.font('bold').fontSize(22).fillColor(INK).text(L.title.toUpperCase(), left, top, { width, align: 'right' });
-    doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(numberText), { width, align: 'right' });
+    // A long title ("NOTA DE CRÉDITO") is made smaller, not wrapped nor run into the issuer.
+    const titleSize = Math.min(TITLE_SIZE, (TITLE_SIZE * width * TITLE_SHARE) / doc.font('bold').fontSize(TITLE_SIZE).widthOfString(sheet.title));
+    doc.fontSize(titleSize).fillColor(INK).text(sheet.title, left, top, { width, align: 'right' });
+    doc.font('bold').fontSize(12).fillColor(opts.draft ? ACCENT : INK).text(pdfText(sheet.number), { width, align: 'right' });
     if (opts.draft) {
       const noticeW = width * TITLE_SHARE;
       doc.font('regular').fontSize(8).fillColor(ACCENT).text(L.draftNotice, left + width - noticeW, doc.y + 2, { width: noticeW, align: 'right' });
@@ -168,133 +407,110 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   // Client (left) and dates (right).
   const colW = width / 2 - 10;
   doc.font('bold').fontSize(9).fillColor(MUTED).text(L.billTo.toUpperCase(), left, y, { width: colW });
-  doc.font('bold').fontSize(11).fillColor(INK).text(pdfText(invoice.client_name), { width: colW });
+  doc.font('bold').fontSize(11).fillColor(INK).text(pdfText(sheet.client.name), { width: colW });
   doc.font('regular').fontSize(9.5).fillColor(INK);
-  const clientLines: [string, string | null][] = [
-    [L.email, invoice.client_email],
-    [L.rut, invoice.client_rut === null ? null : formatRut(invoice.client_rut)],
-    [L.phone, invoice.client_phone],
-    [L.address, invoice.client_address],
-  ];
-  for (const [label, value] of clientLines) {
-    if (value) doc.text(pdfText(`${label}: ${value}`), { width: colW });
-  }
+  for (const line of sheet.client.lines) doc.text(pdfText(line), { width: colW });
   const clientBottom = doc.y;
 
   const dateX = left + width / 2 + 10;
-  const dateLines: [string, string][] = [
-    [L.issueDate, formatDate(invoice.issue_date, locale)],
-    [L.dueDate, formatDate(invoice.due_date, locale)],
-    [L.currency, invoice.currency],
-  ];
-  // The red box shows the folio: the invoice's own number, which its page and e-mails show, goes here.
-  if (dte) dateLines.unshift([`${L.title} ${L.number}`, invoice.invoice_number ?? '']);
-  if (invoice.exchange_rate !== null && invoice.base_currency) {
-    dateLines.push([L.exchangeRate, `1 ${invoice.currency} = ${formatRateNumber(invoice.exchange_rate, locale)} ${invoice.base_currency}`]);
-  }
-  if (invoice.external_reference) dateLines.push([L.reference, invoice.external_reference]);
   let dy = y;
-  for (const [label, value] of dateLines) {
+  for (const [label, value] of sheet.dates) {
     doc.font('regular').fontSize(9.5).fillColor(MUTED).text(pdfText(label), dateX, dy, { width: 110 });
     doc.font('regular').fontSize(9.5).fillColor(INK).text(pdfText(value), dateX + 110, dy, { width: colW - 110, align: 'right' });
     dy = Math.max(doc.y, dy + 14);
   }
   y = Math.max(clientBottom, dy) + 22;
-  // A credit note names the document it cancels before its lines (SII's Referencias).
-  if (dte?.reference) y = drawReferences(doc, dte.reference, locale, left, y, width) + 22;
+  for (const table of sheet.references) {
+    y = drawReferenceTable(doc, table, { x: left, y, width, top: PAGE.margin, bottom: bottom() }, INK) + 22;
+  }
 
   // Items.
-  const cellText = (key: (typeof COLS)[number]['key'], item: InvoiceWithItems['items'][number]): string => {
-    switch (key) {
-      case 'description':
-        return pdfText(item.description);
-      case 'quantity':
-        return formatQuantityFor(item.quantity, locale);
-      case 'unitPrice':
-        return formatPrice(item.unit_price, invoice.currency, locale);
-      case 'lineTotal':
-        return money(item.line_total);
-    }
-  };
-  const rowHeight = (cells: string[], font: FontStyle) => {
+  const descriptionW = COLS[0].width - 2 * CELL_PAD;
+  // A line's notes (its discount, its exemption) under its description, smaller and muted.
+  const notesHeight = (notes: string[]) =>
+    notes.length === 0 ? 0 : NOTE_GAP + doc.font('regular').fontSize(NOTE_SIZE).heightOfString(notes.join('\n'), { width: descriptionW });
+  const rowHeight = (cells: string[], font: FontStyle, notes: string[] = []) => {
+    const below = notesHeight(notes);
     doc.font(font).fontSize(9.5);
-    return Math.max(...cells.map((text, i) => doc.heightOfString(text, { width: COLS[i]!.width - 2 * CELL_PAD }))) + 2 * CELL_PAD;
+    return Math.max(...cells.map((text, i) => doc.heightOfString(text, { width: COLS[i]!.width - 2 * CELL_PAD }) + (i === 0 ? below : 0))) + 2 * CELL_PAD;
   };
-  const drawRow = (cells: string[], font: FontStyle, shade: boolean) => {
-    const h = rowHeight(cells, font);
+  const drawRow = (cells: string[], font: FontStyle, shade: boolean, notes: string[] = []) => {
+    const h = rowHeight(cells, font, notes);
     if (shade) doc.rect(left, y, width, h).fillColor(SHADE).fill();
     let x = left;
+    let descriptionBottom = y;
     doc.font(font).fontSize(9.5).fillColor(INK);
     cells.forEach((text, i) => {
       const col = COLS[i]!;
       doc.text(text, x + CELL_PAD, y + CELL_PAD, { width: col.width - 2 * CELL_PAD, align: col.align });
+      if (i === 0) descriptionBottom = doc.y;
       x += col.width;
     });
+    if (notes.length > 0) {
+      doc.font('regular').fontSize(NOTE_SIZE).fillColor(MUTED).text(notes.join('\n'), left + CELL_PAD, descriptionBottom + NOTE_GAP, { width: descriptionW });
+    }
     y += h;
     doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
   };
   const header = COLS.map((c) => L[c.key]);
   const drawHeader = () => drawRow(header, 'bold', true);
   drawHeader();
-  for (const item of invoice.items) {
-    const cells = COLS.map((c) => cellText(c.key, item));
-    if (y + rowHeight(cells, 'regular') > bottom()) {
+  for (const { cells, notes } of sheet.items) {
+    if (y + rowHeight(cells, 'regular', notes) > bottom()) {
       doc.addPage();
       y = PAGE.margin;
       drawHeader();
     }
-    drawRow(cells, 'regular', false);
+    drawRow(cells, 'regular', false, notes);
   }
 
   // Totals, right-aligned under the amount columns.
-  const taxLabel = invoice.is_tax_exempt ? L.taxExempt : `${L.tax} (${formatPercent(invoice.tax_rate, locale)})`;
-  const totals: [string, string, boolean][] = [
-    [L.subtotal, money(invoice.subtotal), false],
-    [taxLabel, money(invoice.tax_total), false],
-    [`${L.total} ${invoice.currency}`, money(invoice.total), true],
-  ];
-  const labelX = left + COLS[0].width + COLS[1].width;
-  const labelW = COLS[2].width;
   const amountW = COLS[3].width;
-  if (y + totals.length * 18 + 60 > bottom()) {
+  // The labels, right-aligned, may reach left across the row: a global discount's says what it is.
+  const labelW = width - amountW;
+  if (y + sheet.totals.length * 18 + 60 > bottom()) {
     doc.addPage();
     y = PAGE.margin;
   }
   y += 8;
-  for (const [label, amount, strong] of totals) {
+  for (const [label, amount, strong] of sheet.totals) {
     const font = strong ? 'bold' : 'regular';
     const size = strong ? 12 : 9.5;
     if (strong) {
-      doc.moveTo(labelX, y).lineTo(right, y).lineWidth(0.8).strokeColor(INK).stroke();
+      doc.moveTo(left + TOTAL_RULE_X, y).lineTo(right, y).lineWidth(0.8).strokeColor(INK).stroke();
       y += 5;
     }
     doc.font(font).fontSize(size).fillColor(INK);
-    doc.text(pdfText(label), labelX, y, { width: labelW - CELL_PAD, align: 'right' });
+    doc.text(pdfText(label), left, y, { width: labelW - CELL_PAD, align: 'right' });
     const labelBottom = doc.y;
-    doc.text(amount, labelX + labelW, y, { width: amountW - CELL_PAD, align: 'right' });
+    doc.text(amount, left + labelW, y, { width: amountW - CELL_PAD, align: 'right' });
     y = Math.max(labelBottom, doc.y) + 4;
   }
-  if (invoice.tax_inclusive && !invoice.is_tax_exempt) {
+  if (sheet.taxInclusive) {
     doc.font('italic').fontSize(8.5).fillColor(MUTED).text(L.taxInclusive, left, y + 2, { width, align: 'right' });
     y = doc.y;
   }
 
-  // The payment link: the hosted page (a draft has none yet).
-  if (!opts.draft) {
+  if (sheet.link) {
     y += 24;
     if (y + 40 > bottom()) {
       doc.addPage();
       y = PAGE.margin;
     }
-    doc.font('bold').fontSize(10).fillColor(INK).text(`${linkLabel}:`, left, y, { width });
-    doc.font('regular').fontSize(9.5).fillColor('#1d4ed8').text(pdfText(opts.publicUrl), { width, link: opts.publicUrl, underline: true });
+    doc.font('bold').fontSize(10).fillColor(INK).text(`${sheet.link.label}:`, left, y, { width });
+    doc.font('regular').fontSize(9.5).fillColor('#1d4ed8').text(pdfText(sheet.link.url), { width, link: sheet.link.url, underline: true });
   }
 
-  // The timbre at the bottom left of the last page, on a page of its own when the content reaches it.
+  // The timbre at the bottom left of the last page (a cedible copy's receipt box and CEDIBLE at the
+  // bottom right, beside it), on a page of its own when the content reaches it.
   if (dte) {
     const stamp = timbre(doc, dte, locale);
-    if (doc.y + TIMBRE_GAP > bottom() - stamp.height) doc.addPage();
+    const receiptW = width - stamp.width - TIMBRE_GAP;
+    const receipt = opts.copy === 'cedible' ? cedibleBlock(doc, receiptW) : null;
+    const height = Math.max(stamp.height, receipt?.height ?? 0);
+    if (doc.y + TIMBRE_GAP > bottom() - height) doc.addPage();
     stamp.draw(left, bottom() - stamp.height);
+    receipt?.draw(right - receiptW, bottom() - receipt.height);
   }
 
   // Footer on every page: "Página 1 de 2" and the number.
@@ -303,7 +519,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     doc.switchToPage(i);
     const pageBottom = doc.page.margins.bottom;
     doc.page.margins.bottom = 0; // writing inside the bottom margin must not open a new page
-    const footer = `${opts.draft ? L.draft : (invoice.invoice_number ?? '')}   ${L.page} ${i + 1 - range.start} ${L.of} ${range.count}`;
+    const footer = `${sheet.footer}   ${L.page} ${i + 1 - range.start} ${L.of} ${range.count}`;
     doc.font('regular').fontSize(8).fillColor(MUTED).text(pdfText(footer.trim()), left, doc.page.height - PAGE.margin + 15, {
       width,
       align: 'right',

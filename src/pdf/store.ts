@@ -2,14 +2,17 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
-import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
+import { getNote, type NoteKind, type NoteRow } from '../invoices/note-queries.js';
+import { getInvoice, getInvoiceRow, type InvoiceRow, type InvoiceWithItems } from '../invoices/queries.js';
+import { getMerchant, type MerchantRow } from '../merchants/queries.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
 import { findInvoiceDte, type InvoiceDte } from '../dte/queries.js';
-import type { PrintedDte } from './render.js';
-import { renderInvoicePdfInThread } from './render-pool.js';
+import { AppError } from '../errors.js';
+import type { ModifiedDocument, PrintedDte } from './render.js';
+import { renderInvoicePdfInThread, renderNotePdfInThread } from './render-pool.js';
 import { DraftPdfCache, draftPdfs } from './draft-cache.js';
-import { pdfFilename } from './text.js';
+import { pdfFilename, type PdfCopy } from './text.js';
 
 export interface InvoicePdf {
   content: Buffer;
@@ -17,7 +20,7 @@ export interface InvoicePdf {
   sha256: string;
   /** A draft's PDF: rendered on demand (kept in memory while unchanged), marked as a draft, never stored. */
   draft: boolean;
-  /** For Content-Disposition: `INV-000001.pdf`, `borrador-<id>.pdf`, `draft-<id>.pdf`. */
+  /** For Content-Disposition: `INV-000001.pdf`, `borrador-<id>.pdf`, `draft-<id>.pdf`, a note's `CN-000001.pdf`. */
   filename: string;
 }
 
@@ -53,6 +56,24 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
     renderInvoicePdfInThread(invoice, merchant, { draft: true, publicUrl, canCharge: merchant.can_charge }),
   );
   return { content, sha256: sha256(content), draft: true, filename: pdfFilename(invoice) };
+}
+
+/**
+ * The SII's cedible copy of one of the merchant's invoices (decisions §17), or null when there is
+ * no such invoice; a 422 on `copy` for an invoice without a factura (a DTE of type 33 or 34), a
+ * draft included. Rendered on every request and never stored nor cached: the stored document is
+ * the original, which every other caller serves. It prints the merchant as it is now, so a legal
+ * profile changed since the original was stored shows on the copy only.
+ */
+export async function invoiceCopyPdf(db: Queryable, merchantId: string, invoiceId: string, copy: PdfCopy, publicBase: string): Promise<InvoicePdf | null> {
+  const invoice = await getInvoice(db, merchantId, invoiceId);
+  if (!invoice) return null;
+  const [merchant, dte] = await Promise.all([chargingMerchant(db, merchantId), findInvoiceDte(db, invoiceId)]);
+  if (!merchant) return null;
+  if (!dte) throw AppError.validation([{ path: 'copy', message: 'only a factura (DTE type 33 or 34) has a cedible copy, and this invoice has no tax document' }]);
+  const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
+  const content = await renderInvoicePdfInThread(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: printedDte(dte), copy });
+  return { content, sha256: sha256(content), draft: false, filename: pdfFilename(invoice, copy) };
 }
 
 /** An issued invoice's stored document, named after the invoice. */
@@ -108,4 +129,53 @@ export async function storeInvoicePdf(db: Queryable, invoiceId: string, publicBa
   if (!merchantId) return null;
   const pdf = await invoicePdf(db, merchantId, invoiceId, publicBase);
   return pdf && !pdf.draft ? pdf : null;
+}
+
+/** What a credit or debit note's PDF is rendered from besides its DTE: the note, its invoice and its merchant. */
+export interface NoteSources {
+  note: NoteRow;
+  invoice: InvoiceRow;
+  merchant: MerchantRow;
+}
+
+/** The PDF of one of the merchant's credit or debit notes (decisions §17), or null when there is no such note. */
+export async function notePdf(db: Queryable, merchantId: string, kind: NoteKind, noteId: string): Promise<InvoicePdf | null> {
+  const note = await getNote(db, merchantId, kind, noteId);
+  if (!note) return null;
+  const [invoice, merchant] = await Promise.all([getInvoiceRow(db, merchantId, note.invoice_id), getMerchant(db, merchantId)]);
+  if (!invoice || !merchant) return null;
+  return printNote(db, { note, invoice, merchant });
+}
+
+/**
+ * notePdf for a caller that has read the note, its invoice and its merchant already (the e-mail
+ * job). Rendered on every call and never stored: what it states comes from the issued note and its
+ * DTE, which never change, so every rendering gives the same bytes; only a legal profile the
+ * merchant changed since shows, as on an invoice's cedible copy.
+ */
+export async function printNote(db: Queryable, { note, invoice, merchant }: NoteSources): Promise<InvoicePdf> {
+  const printed = await q.notePrintSources(db, note.id);
+  if (!printed) throw new Error(`note ${note.id} vanished while its PDF was printed`);
+  const content = await renderNotePdfInThread({ note, invoice, issueDate: printed.issue_date, modifies: modifiedDocument(note, invoice, printed) }, merchant, printedNoteDte(note, printed));
+  return { content, sha256: sha256(content), draft: false, filename: `${note.number}.pdf` };
+}
+
+/** The note's DTE as its PDF prints it, or null for a note without one. */
+function printedNoteDte(note: NoteRow, { dte }: q.NotePrintSources): PrintedDte | null {
+  if (note.dte_type === null) return null;
+  if (!dte) throw new Error(`note ${note.id} has a DTE of type ${note.dte_type} but no document`);
+  return { type: note.dte_type, folio: note.dte_folio!, ted: dte.ted, resolutionNumber: dte.resolucion_numero, resolutionDate: dte.resolucion_fecha };
+}
+
+/**
+ * What the note modifies as its last reference prints it: the DTE its own DTE references, or, for
+ * a note without a DTE, the credit note a debit note cancels or else the invoice, by number.
+ */
+function modifiedDocument(note: NoteRow, invoice: InvoiceRow, { target, cancels }: q.NotePrintSources): ModifiedDocument {
+  if (note.dte_type !== null) {
+    if (!target) throw new Error(`note ${note.id} has a DTE but the document it modifies has none`);
+    return { dteType: target.dte_type, folio: target.folio, date: target.issue_date };
+  }
+  if (cancels) return { kind: 'credit', number: cancels.number, date: cancels.date };
+  return { kind: 'invoice', number: invoice.invoice_number ?? '', date: invoice.issue_date };
 }

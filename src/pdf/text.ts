@@ -8,6 +8,8 @@ import { printable } from './fonts.js';
 
 const labelKeys = [
   'title',
+  'creditNote',
+  'debitNote',
   'number',
   'draft',
   'draftNotice',
@@ -24,11 +26,21 @@ const labelKeys = [
   'issueDate',
   'dueDate',
   'reference',
+  'references',
+  'referenceType',
+  'referenceFolio',
+  'referenceDate',
+  'referenceReason',
   'description',
   'quantity',
   'unitPrice',
   'lineTotal',
+  'discount',
+  'exemptLine',
   'subtotal',
+  'globalDiscount',
+  'netAmount',
+  'exemptAmount',
   'tax',
   'taxExempt',
   'taxInclusive',
@@ -42,16 +54,24 @@ const labelKeys = [
   'filenameDraft',
 ] as const;
 
-export type PdfLabels = Record<(typeof labelKeys)[number], string>;
+// The SII's names of the documents a reference can point to, by their TpoDocRef code.
+const referenceCodes = ['801', '802', '803', 'HES', 'HEM', 'SET', '33', '34', '52', '56', '61'] as const;
+
+export type PdfLabels = Record<(typeof labelKeys)[number], string> & { referenceTypes: Record<string, string> };
 
 let cache: Record<Locale, PdfLabels> | null = null;
 
 function load(locale: Locale): PdfLabels {
   const file = path.join(templatesDir, 'pdf', `${locale}.json`);
   const raw = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  const missing = labelKeys.filter((k) => typeof raw[k] !== 'string');
+  const types = (raw.referenceTypes ?? {}) as Record<string, unknown>;
+  const missing = [
+    ...labelKeys.filter((k) => typeof raw[k] !== 'string'),
+    ...referenceCodes.filter((c) => typeof types[c] !== 'string').map((c) => `referenceTypes.${c}`),
+  ];
   if (missing.length > 0) throw new Error(`${file} lacks the labels ${missing.join(', ')}`);
-  return Object.fromEntries(labelKeys.map((k) => [k, raw[k]])) as PdfLabels;
+  const referenceTypes = Object.fromEntries(referenceCodes.map((c) => [c, types[c] as string]));
+  return { ...(Object.fromEntries(labelKeys.map((k) => [k, raw[k]])) as Record<(typeof labelKeys)[number], string>), referenceTypes };
 }
 
 /** The PDF's labels, read from templates/pdf/{es,en}.json on first use and kept. */
@@ -87,6 +107,9 @@ export function pdfText(value: string): string {
   return out;
 }
 
+/** A copy of an issued document other than the original: the SII's "cedible" copy of a factura. */
+export type PdfCopy = 'cedible';
+
 const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };
 const currencyDigits = (currency: string) => (currency === 'CLP' ? 0 : currency === 'CLF' ? 4 : 2);
 
@@ -116,11 +139,11 @@ export function formatRateNumber(rate: string, locale: Locale): string {
   return new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 6 }).format(new Decimal(rate).toFixed() as never);
 }
 
-/** A file name safe in a Content-Disposition header: INV-000001.pdf, borrador-<id>.pdf. */
-export function pdfFilename(invoice: { id: string; invoice_number: string | null; status: string; locale: Locale }): string {
+/** A file name safe in a Content-Disposition header: INV-000001.pdf, INV-000001-cedible.pdf, borrador-<id>.pdf. */
+export function pdfFilename(invoice: { id: string; invoice_number: string | null; status: string; locale: Locale }, copy?: PdfCopy): string {
   const base =
     invoice.status === 'draft' || !invoice.invoice_number
       ? `${pdfLabels(invoice.locale).filenameDraft}-${invoice.id}`
       : invoice.invoice_number;
-  return `${base.replace(/[^A-Za-z0-9._-]/g, '_')}.pdf`;
+  return `${base.replace(/[^A-Za-z0-9._-]/g, '_')}${copy ? `-${copy}` : ''}.pdf`;
 }

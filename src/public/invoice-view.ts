@@ -9,7 +9,7 @@ import { formatPercent, formatPrice, formatRateNumber } from '../pdf/text.js';
 export const labelKeys = [
   'invoice', 'draft', 'from', 'billTo', 'rut', 'giro', 'issueDate', 'dueDate', 'status', 'reference', 'description', 'quantity',
   'unitPrice', 'lineTotal', 'subtotal', 'tax', 'taxExempt', 'taxInclusive', 'total', 'amountPaid', 'balanceDue',
-  'exchangeRate', 'downloadPdf', 'pay', 'howToPay', 'contactIssuer', 'paidOn', 'questions', 'backToInvoice',
+  'exchangeRate', 'downloadPdf', 'downloadCedible', 'pay', 'howToPay', 'contactIssuer', 'paidOn', 'questions', 'backToInvoice',
   'notFoundTitle', 'notFoundBody', 'errorTitle', 'errorBody', 'tooManyTitle', 'tooManyBody', 'forbiddenTitle',
   'forbiddenBody', 'payFailedTitle', 'payFailedBody',
 ] as const;
@@ -65,5 +65,7 @@ export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchan
     // Kept as the merchant wrote it; the template escapes it and the page keeps its line breaks.
     instructions: due && !canCharge ? (merchant.payment_instructions ?? L.contactIssuer) : null,
     pdfUrl,
+    // A factura's cedible copy, the one the customer signs on delivery (decisions §17).
+    cedibleUrl: invoice.dte_type === 33 || invoice.dte_type === 34 ? `${pdfUrl}?copy=cedible` : null,
   };
 }

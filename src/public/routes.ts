@@ -10,12 +10,13 @@ import { viewInvoice as recordView } from '../invoices/transitions.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import { checkoutUrl } from '../checkout/service.js';
 import { invoiceCheckout } from '../checkout/invoice-session.js';
-import { pdfHeaders } from '../pdf/routes.js';
-import { invoicePdf } from '../pdf/store.js';
+import { pdfCopy, pdfHeaders } from '../pdf/routes.js';
+import { invoiceCopyPdf, invoicePdf } from '../pdf/store.js';
 import { fromOurOrigin, invoicePayToken, invoicePayTokenMatches, registerFormParser } from './forms.js';
 import { invoiceView, labelKeys, type PublicLabels } from './invoice-view.js';
 import * as q from './queries.js';
 import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
+import { SAMPLE_TOKEN } from '../webhooks/samples.js';
 
 /** What a public token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
@@ -92,6 +93,31 @@ export function sendTooManyPage(request: FastifyRequest, reply: FastifyReply, re
   return sendMessagePage(reply, 429, browserLocale(request), 'tooMany');
 }
 
+/** What `/i/sample` and every link of a test event under it say: no merchant's data. */
+const SAMPLE_PAGE: Record<Locale, { title: string; message: string }> = {
+  es: {
+    title: 'Ejemplo de un evento de prueba',
+    message: 'Este enlace viene de un evento de prueba de webhooks (is_test: true). Sus datos son inventados: no hay una factura, un pago ni un cliente reales detrás.',
+  },
+  en: {
+    title: 'Sample from a test event',
+    message: 'This link comes from a webhook test event (is_test: true). Its data are made up: no real invoice, payment or client is behind it.',
+  },
+};
+
+const SAMPLE_PATH = new RegExp(`^/i/${SAMPLE_TOKEN}(?:[/?#]|$)`);
+
+function isSamplePath(request: FastifyRequest): boolean {
+  return (request.method === 'GET' || request.method === 'HEAD') && SAMPLE_PATH.test(request.url);
+}
+
+function sendSamplePage(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const a = load();
+  const text = SAMPLE_PAGE[browserLocale(request)];
+  securityHeaders(reply, true);
+  return reply.code(200).type('text/html; charset=utf-8').send(a.notFound({ lang: browserLocale(request), css: a.css, ...text, backHref: null }));
+}
+
 function invoicePage(ctx: AppContext, invoice: InvoiceWithItems, merchant: ChargingMerchant): string {
   const a = load();
   const page = publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token);
@@ -145,10 +171,15 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         const status = appErr.status >= 500 ? appErr.status : 404;
         return sendMessagePage(reply, status, browserLocale(request), status === 404 ? 'notFound' : 'error');
       });
-      pages.setNotFoundHandler((request, reply) => sendMessagePage(reply, 404, browserLocale(request), 'notFound'));
+      // A test event's links (src/webhooks/samples.ts) are `/i/sample` and paths under it: the
+      // sample page, with no route of their own and no token looked up.
+      pages.setNotFoundHandler((request, reply) =>
+        isSamplePath(request) ? sendSamplePage(request, reply) : sendMessagePage(reply, 404, browserLocale(request), 'notFound'),
+      );
 
       pages.get<{ Params: { token: string } }>('/:token', async (request, reply) => {
         const { token } = request.params;
+        if (isSamplePath(request)) return sendSamplePage(request, reply);
         if (!TOKEN.test(token)) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
         const found = request.method === 'HEAD' ? await peekInvoice(ctx, token) : await viewInvoice(ctx, token);
         if (!found) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
@@ -170,12 +201,16 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         return redirect(reply, outcome.kind === 'session' ? checkoutUrl(ctx.config.publicBaseUrl, outcome.session.token) : page);
       });
 
-      pages.get<{ Params: { token: string } }>('/:token/pdf', async (request, reply) => {
+      // `?copy=cedible`: a factura's cedible copy, as the API's route gives it; one without a factura is not found.
+      pages.get<{ Params: { token: string }; Querystring: { copy?: unknown } }>('/:token/pdf', async (request, reply) => {
         const { token } = request.params;
-        if (!TOKEN.test(token)) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
+        const copy = request.query.copy === undefined ? null : pdfCopy.safeParse(request.query.copy);
+        if (!TOKEN.test(token) || (copy && !copy.success)) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
         const target = await q.invoiceByToken(ctx.sql, token);
         if (!target || target.status === 'draft') return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
-        const pdf = await invoicePdf(ctx.sql, target.merchant_id, target.id, ctx.config.publicBaseUrl);
+        const pdf = copy?.data
+          ? await invoiceCopyPdf(ctx.sql, target.merchant_id, target.id, copy.data, ctx.config.publicBaseUrl)
+          : await invoicePdf(ctx.sql, target.merchant_id, target.id, ctx.config.publicBaseUrl);
         if (!pdf || pdf.draft) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
         // No CSP on the document itself: browsers' built-in PDF viewers run under the document's policy.
         securityHeaders(reply, false);

@@ -5,6 +5,8 @@ import { checkoutResource } from '../checkout/service.js';
 import type { CheckoutRow } from '../checkout/queries.js';
 import { clientResource } from '../clients/service.js';
 import type { ClientRow } from '../clients/queries.js';
+import type { NoteKind, NoteRow } from '../invoices/note-queries.js';
+import { creditNoteResource, debitNoteResource } from '../invoices/note-resource.js';
 import type { ReminderRow } from '../invoices/transition-queries.js';
 import { invoiceResource, reminderResource, type Urls } from '../invoices/resource.js';
 import type { ListedInvoice } from '../invoices/queries.js';
@@ -12,6 +14,29 @@ import type { InvoiceStatus } from '../invoices/schemas.js';
 import { paymentResource, type PaymentRow } from '../payments/service.js';
 
 const DAY_MS = 86_400_000;
+
+/**
+ * The hosted page's token of every sample: never a real one (ours are 32 characters, and the
+ * public routes take nothing under 16 as a token). `/i/sample` answers a page that says the
+ * event was a test, with nothing of any merchant on it.
+ */
+export const SAMPLE_TOKEN = 'sample';
+
+/**
+ * Where a sample's links lead: its hosted page, and under it every other link of the sample (the
+ * API's `_links`, `checkout_url`), which answers the same page. A sample's ids are made up, so the
+ * API would answer them 404; these answer 200 and say why there is nothing behind them.
+ */
+export function sampleUrls(urls: Urls): Urls {
+  return { apiBase: `${urls.publicBase}/i/${SAMPLE_TOKEN}`, publicBase: urls.publicBase };
+}
+
+/**
+ * Sample numbers: real ones are `{prefix}{n}` with n ≥ 1 padded to at least 6 digits (invoices,
+ * decisions §4) or `CN-`/`DN-` likewise (notes), so a number ending in `-000000` is never one,
+ * whatever the merchant's prefix. SII folios start at 1: folio 0 is never a real one either.
+ */
+export const SAMPLE_NUMBERS = { invoice: 'INV-000000', credit: 'CN-000000', debit: 'DN-000000', folio: 0 } as const;
 
 /**
  * Made-up rows of one sample: a client, an invoice to them with a reminder, a checkout session for
@@ -39,7 +64,12 @@ class SampleRows {
       client_name: 'Cliente de Prueba SpA',
       client_email: 'cliente@example.cl',
       client_phone: null,
-      invoice_number: status === 'draft' ? null : 'INV-000001',
+      client_rut: '76086428-5',
+      client_address: 'Av. Apoquindo 4500',
+      client_giro: 'Comercio al por menor',
+      client_comuna: 'Las Condes',
+      client_ciudad: 'Santiago',
+      invoice_number: status === 'draft' ? null : SAMPLE_NUMBERS.invoice,
       external_reference: 'TEST-1',
       status,
       currency: 'CLP',
@@ -51,10 +81,19 @@ class SampleRows {
       tax_inclusive: false,
       tax_rate: '19',
       subtotal: '10000',
+      taxable_amount: '10000',
+      exempt_amount: '0',
+      discount_total: '0',
+      global_discount_percent: null,
+      global_discount_amount: null,
+      global_discount_description: null,
+      references: [],
       tax_total: '1900',
       total: '11900',
       amount_paid: paid ? '11900' : '0',
-      public_token: randomToken(),
+      amount_credited: '0',
+      amount_debited: '0',
+      public_token: SAMPLE_TOKEN,
       payment_provider: paid ? 'manual' : null,
       payment_transaction_id: paid ? this.ids.payment : null,
       dte_type: null,
@@ -66,13 +105,13 @@ class SampleRows {
       paid_at: paid ? this.now : null,
       created_at: this.now,
       updated_at: this.now,
-      items: [{ id: newId(), product_id: null, description: 'Servicio de prueba', quantity: '1', unit_price: '10000', line_total: '10000' }],
+      items: [{ id: newId(), product_id: null, description: 'Servicio de prueba', quantity: '1', unit_price: '10000', discount_percent: null, discount_amount: '0', exempt: false, line_total: '10000' }],
     };
   }
 
   /** A sent invoice whose DTE (type 33, a folio, a track id) SII answered. */
   invoiceWithDte(status: 'accepted' | 'rejected'): ListedInvoice {
-    return { ...this.invoice('sent'), dte_type: 33, dte_folio: 1, dte_status: status, dte_track_id: '0123456789' };
+    return { ...this.invoice('sent'), dte_type: 33, dte_folio: SAMPLE_NUMBERS.folio, dte_status: status, dte_track_id: '0123456789' };
   }
 
   client(): ClientRow {
@@ -83,9 +122,57 @@ class SampleRows {
       email: 'cliente@example.cl',
       rut: '76086428-5',
       phone: null,
-      address: null,
+      address: 'Av. Apoquindo 4500',
+      giro: 'Comercio al por menor',
+      comuna: 'Las Condes',
+      ciudad: 'Santiago',
       created_at: this.now,
       updated_at: this.now,
+    };
+  }
+
+  /** A credit note returning the invoice's one line (CN), or a debit note charging interest (DN). */
+  note(kind: NoteKind): NoteRow {
+    const credit = kind === 'credit';
+    return {
+      id: newId(),
+      merchant_id: this.merchantId,
+      invoice_id: this.ids.invoice,
+      kind,
+      number: SAMPLE_NUMBERS[kind],
+      reason: credit ? 'return' : 'charge',
+      description: credit ? 'Devolución de mercaderías' : 'Intereses por mora',
+      cancels_note_id: null,
+      cancelled_by_id: null,
+      global_discount_percent: null,
+      global_discount_amount: null,
+      global_discount_description: null,
+      subtotal: '10000',
+      taxable_amount: '10000',
+      exempt_amount: '0',
+      discount_total: '0',
+      tax_total: '1900',
+      total: '11900',
+      references: [],
+      dte_type: null,
+      dte_folio: null,
+      dte_status: null,
+      dte_track_id: null,
+      created_at: this.now,
+      currency: 'CLP',
+      items: [
+        {
+          id: newId(),
+          invoice_item_id: null,
+          description: credit ? 'Servicio de prueba' : 'Intereses por mora',
+          quantity: '1',
+          unit_price: '10000',
+          discount_percent: null,
+          discount_amount: '0',
+          exempt: false,
+          line_total: '10000',
+        },
+      ],
     };
   }
 
@@ -99,7 +186,7 @@ class SampleRows {
       id: this.ids.checkout,
       merchant_id: this.merchantId,
       invoice_id: this.ids.invoice,
-      token: randomToken(),
+      token: SAMPLE_TOKEN,
       csrf_token: randomToken(),
       status: outcome,
       payment_status: completed ? 'paid' : 'unpaid',
@@ -133,7 +220,7 @@ class SampleRows {
       id: this.ids.payment,
       merchant_id: this.merchantId,
       invoice_id: this.ids.invoice,
-      invoice_number: 'INV-000001',
+      invoice_number: SAMPLE_NUMBERS.invoice,
       amount: '11900',
       currency: 'CLP',
       method: 'card',
@@ -161,15 +248,21 @@ const sampleData: { [T in EventType]: (rows: SampleRows, urls: Urls) => EventDat
   'invoice.cancelled': (r, urls) => ({ object: invoiceResource(r.invoice('cancelled'), urls) }),
   'invoice.dte_accepted': (r, urls) => ({ object: invoiceResource(r.invoiceWithDte('accepted'), urls) }),
   'invoice.dte_rejected': (r, urls) => ({ object: invoiceResource(r.invoiceWithDte('rejected'), urls) }),
+  'credit_note.created': (r, urls) => ({ object: creditNoteResource(r.note('credit'), urls) }),
+  'debit_note.created': (r, urls) => ({ object: debitNoteResource(r.note('debit'), urls) }),
   'client.created': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
   'client.updated': (r, urls) => ({ object: clientResource(r.client(), urls.apiBase) }),
-  'checkout.completed': (r, urls) => ({ object: checkoutResource(r.checkout('completed'), urls.publicBase, r.now) }),
-  'checkout.expired': (r, urls) => ({ object: checkoutResource(r.checkout('expired'), urls.publicBase, r.now) }),
+  // The session's page under the sample's: `{publicBase}/i/sample/checkout/sample`.
+  'checkout.completed': (r, urls) => ({ object: checkoutResource(r.checkout('completed'), urls.apiBase, r.now) }),
+  'checkout.expired': (r, urls) => ({ object: checkoutResource(r.checkout('expired'), urls.apiBase, r.now) }),
   'payment.succeeded': (r) => ({ object: paymentResource(r.payment('succeeded')) }),
   'payment.failed': (r) => ({ object: paymentResource(r.payment('failed')) }),
 };
 
-/** `data` of a test event of this type (`POST .../test`): made-up values, the real shape. */
+/**
+ * `data` of a test event of this type (`POST .../test`): made-up values, the real shape; numbers
+ * that are never real ones and links that all answer the sample page (`urls` are the real bases).
+ */
 export function sampleEventData<T extends EventType>(type: T, merchantId: string, now: Date, urls: Urls): EventData<T> {
-  return sampleData[type](new SampleRows(merchantId, now), urls);
+  return sampleData[type](new SampleRows(merchantId, now), sampleUrls(urls));
 }

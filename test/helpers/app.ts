@@ -41,7 +41,7 @@ export interface TestApp {
 export const TEST_ENV = {
   NODE_ENV: 'test',
   PUBLIC_BASE_URL: 'http://invoicing.test',
-  LOG_LEVEL: 'silent',
+  LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   ENCRYPTION_KEY: '0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0',
   // Tests deliver webhooks to receivers on this machine.
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -57,7 +57,7 @@ export async function testApp(t: Teardown, env: Record<string, string> = {}, sha
   boss.on('error', () => {});
   await boss.start();
   const ctx: AppContext = { config, sql, keys: new ApiKeyStore(sql), boss, secrets: loadSecretBox(config) };
-  const app = await buildApp(ctx, { logger: false });
+  const app = await buildApp(ctx, { logger: process.env.TEST_LOG_LEVEL !== undefined });
   let worker: Worker | null = null;
   t.teardown(async () => {
     await app.close();

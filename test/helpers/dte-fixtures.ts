@@ -120,7 +120,7 @@ export const DTE_PROFILE = {
   direccion: 'Av. Grecia 1234',
   comuna: 'Peñalolén',
   ciudad: 'Santiago',
-  resolucion_numero: 80,
+  resolucion_numero: 0,
   resolucion_fecha: '2014-08-22',
   sii_env: 'certificacion' as const,
 };

@@ -15,6 +15,26 @@ export function invoiceBody(extra: Record<string, unknown> = {}): Record<string,
   };
 }
 
+/**
+ * A POST /invoices body for a new company client each call, as a factura needs its receiver
+ * (decisions §17): a Chilean RUT, giro, address and comuna. CLP, 2 × 5000 + 19 % tax, total 11900.
+ */
+export function facturaBody(extra: Record<string, unknown> = {}): Record<string, any> {
+  const body = invoiceBody(extra);
+  return {
+    ...body,
+    client: {
+      ...body.client,
+      rut: '77.123.456-9',
+      giro: 'Comercio al por mayor',
+      address: 'Av. Vicuña Mackenna 4860',
+      comuna: 'Macul',
+      ciudad: 'Santiago',
+      ...(extra.client as object | undefined),
+    },
+  };
+}
+
 /** A merchant's legal profile (decisions §15) as the documents print it. */
 export const LEGAL_PROFILE = {
   rut: '76.086.428-5',

@@ -2,10 +2,13 @@
 // WSDLs and its libraries do: CrSeed and GetTokenFromSeed (SOAP rpc, the answer an escaped
 // SII:RESPUESTA), DTEUpload (multipart, TOKEN cookie, RECEPCIONDTE), QueryEstUp and QueryEstDte.
 // It checks what SII checks of our side (the signed seed's XMLDSig, the token, the EnvioDTE's
-// signature and each DTE's on its own) and answers as scripted, faults included.
+// signature and each DTE's on its own), refuses each DTE that SII would refuse (decisions §17:
+// the receiver, amounts to the peso, a note's references, the timbre's data) and otherwise
+// answers as scripted, faults included.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DOMParser, XMLSerializer, type Element, type Node } from '@xmldom/xmldom';
+import BigNumber from 'bignumber.js';
 import { SignedXml } from 'xml-crypto';
 import { readBytes } from './standin-http.js';
 
@@ -23,6 +26,11 @@ export interface Upload {
   company: string;
   filename: string;
   documents: { type: number; folio: number }[];
+  /**
+   * Parallel to `documents`: what SII refuses of each (decisions §17), in words naming the element
+   * and the figures; empty when it passes. A document with problems is rejected whatever `outcome`.
+   */
+  rejections: { type: number; folio: number; problems: string[] }[];
   /** Each DTE's signature held out of the envelope, and the envelope's. */
   signaturesValid: boolean;
   outcome: Outcome;
@@ -72,6 +80,161 @@ function escape(s: string): string {
 const parser = () => new DOMParser({ onError: () => {} });
 const children = (el: Element) => Array.from(el.childNodes).filter((n): n is Element => (n as Element).localName !== undefined && n.nodeType === 1);
 const childNamed = (el: Element, name: string) => children(el).find((c) => c.localName === name);
+const childrenNamed = (el: Element, name: string) => children(el).filter((c) => c.localName === name);
+
+/** The element down that path of child names, if every step is there. */
+function at(el: Element | undefined, ...names: string[]): Element | undefined {
+  return names.reduce<Element | undefined>((e, name) => (e ? childNamed(e, name) : undefined), el);
+}
+
+/** The trimmed text down that path; undefined when absent or empty, as SII reads an empty element. */
+function textAt(el: Element | undefined, ...names: string[]): string | undefined {
+  return at(el, ...names)?.textContent?.trim() || undefined;
+}
+
+// SII's arithmetic: exact decimals, whole pesos rounded half up.
+const Pesos = BigNumber.clone({ ROUNDING_MODE: BigNumber.ROUND_HALF_UP });
+type Pesos = BigNumber;
+
+const DTE_TYPES = [33, 34, 39, 41, 56, 61];
+// Documents to a taxpayer, who must be named in full; 39 and 41 are boletas.
+const NAMED_RECEIVER_TYPES = [33, 34, 56, 61];
+const NOTE_TYPES = [56, 61];
+const RECEIVER_FIELDS = ['RUTRecep', 'RznSocRecep', 'GiroRecep', 'DirRecep', 'CmnaRecep'];
+const FINAL_CONSUMER_RUT = '66666666-6';
+
+/**
+ * A stated figure against SII's: a mismatch is a problem. An absent figure reads as 0 unless
+ * `required`, as SII omits zero totals.
+ */
+function compare(problems: string[], name: string, stated: string | undefined, computed: Pesos, required = false): void {
+  if (stated === undefined) {
+    if (required || !computed.isZero()) problems.push(`${name} missing, ${computed.toFixed()} computed`);
+  } else if (!new Pesos(stated).isEqualTo(computed)) {
+    problems.push(`${name} ${stated} != ${computed.toFixed()} computed`);
+  }
+}
+
+function receiverProblems(doc: Element, type: number): string[] {
+  if (!NAMED_RECEIVER_TYPES.includes(type)) return [];
+  const receptor = at(doc, 'Encabezado', 'Receptor');
+  const missing = RECEIVER_FIELDS.filter((name) => textAt(receptor, name) === undefined).map((name) => `Receptor has no ${name}`);
+  const generic = textAt(receptor, 'RUTRecep') === FINAL_CONSUMER_RUT ? [`RUTRecep ${FINAL_CONSUMER_RUT} is the final consumer's, for boletas (39, 41) only, not type ${type}`] : [];
+  return [...missing, ...generic];
+}
+
+/** A Detalle's MontoItem and line discount against its quantity and price. */
+function lineProblems(line: Element, index: number): string[] {
+  const label = `Detalle ${textAt(line, 'NroLinDet') ?? index + 1}`;
+  const quantity = textAt(line, 'QtyItem');
+  const price = textAt(line, 'PrcItem');
+  if ((quantity === undefined) !== (price === undefined)) return [`${label} has ${quantity === undefined ? 'PrcItem without QtyItem' : 'QtyItem without PrcItem'}`];
+  // A line with neither (a note correcting text) amounts to nothing.
+  const gross = quantity && price ? new Pesos(quantity).times(price).integerValue() : new Pesos(0);
+  const problems: string[] = [];
+  const percent = textAt(line, 'DescuentoPct');
+  const discount = textAt(line, 'DescuentoMonto');
+  if (percent !== undefined) compare(problems, `${label} DescuentoMonto`, discount, gross.times(percent).shiftedBy(-2).integerValue());
+  compare(problems, `${label} MontoItem`, textAt(line, 'MontoItem'), gross.minus(discount ?? 0), true);
+  return problems;
+}
+
+interface Sums {
+  taxable: Pesos;
+  exempt: Pesos;
+}
+
+/** The sums of the lines' MontoItem as stated (a wrong line is its own problem, not every total's). */
+function lineSums(doc: Element, type: number): Sums {
+  const exempt = (line: Element) => type === 34 || textAt(line, 'IndExe') === '1';
+  const sum = (lines: Element[]) => lines.reduce((total, line) => total.plus(textAt(line, 'MontoItem') ?? 0), new Pesos(0));
+  const lines = childrenNamed(doc, 'Detalle');
+  return { taxable: sum(lines.filter((l) => !exempt(l))), exempt: sum(lines.filter(exempt)) };
+}
+
+/** The sums after DscRcgGlobal: a percentage of its sum of lines, D taken off and R added. */
+function afterGlobal(doc: Element, type: number, lines: Sums): Sums {
+  return childrenNamed(doc, 'DscRcgGlobal').reduce((sums, dr) => {
+    const exempt = type === 34 || textAt(dr, 'IndExeDR') === '1';
+    const value = textAt(dr, 'ValorDR') ?? '0';
+    const base = exempt ? lines.exempt : lines.taxable;
+    const amount = textAt(dr, 'TpoValor') === '%' ? base.times(value).shiftedBy(-2).integerValue() : new Pesos(value);
+    const signed = textAt(dr, 'TpoMov') === 'R' ? amount : amount.negated();
+    return exempt ? { ...sums, exempt: sums.exempt.plus(signed) } : { ...sums, taxable: sums.taxable.plus(signed) };
+  }, lines);
+}
+
+/** A credit note that corrects text only (CodRef 2) moves no money. */
+function correctsText(doc: Element, type: number): boolean {
+  return type === 61 && childrenNamed(doc, 'Referencia').some((ref) => textAt(ref, 'CodRef') === '2');
+}
+
+/** Totales against the lines: each figure against the stated ones it derives from, so one wrong figure is one problem. */
+function totalsProblems(doc: Element, type: number): string[] {
+  const totales = at(doc, 'Encabezado', 'Totales');
+  if (!totales) return ['no Totales'];
+  const stated = (name: string) => textAt(totales, name);
+  const figure = (name: string) => new Pesos(stated(name) ?? 0);
+  const sums = afterGlobal(doc, type, lineSums(doc, type));
+  const problems: string[] = [];
+  const rate = stated('TasaIVA');
+  if (rate === undefined && !sums.taxable.isZero()) problems.push('TasaIVA missing');
+  if (type === 34) {
+    compare(problems, 'MntNeto', stated('MntNeto'), new Pesos(0));
+    compare(problems, 'IVA', stated('IVA'), new Pesos(0));
+  } else if (textAt(doc, 'Encabezado', 'IdDoc', 'MntBruto') === '1') {
+    // Lines with VAT included: the taxable sum is gross, its net part rounded and VAT the rest.
+    compare(problems, 'MntNeto', stated('MntNeto'), sums.taxable.times(100).div(new Pesos(rate ?? 0).plus(100)).integerValue());
+    compare(problems, 'IVA', stated('IVA'), sums.taxable.minus(figure('MntNeto')));
+  } else {
+    compare(problems, 'MntNeto', stated('MntNeto'), sums.taxable);
+    compare(problems, 'IVA', stated('IVA'), figure('MntNeto').times(rate ?? 0).shiftedBy(-2).integerValue());
+  }
+  compare(problems, 'MntExe', stated('MntExe'), sums.exempt);
+  compare(problems, 'MntTotal', stated('MntTotal'), figure('MntNeto').plus(figure('MntExe')).plus(figure('IVA')), true);
+  if (correctsText(doc, type) && !figure('MntTotal').isZero()) problems.push(`MntTotal ${stated('MntTotal')} in a note correcting text (CodRef 2), 0 expected`);
+  return problems;
+}
+
+function amountProblems(doc: Element, type: number): string[] {
+  return [...childrenNamed(doc, 'Detalle').flatMap(lineProblems), ...totalsProblems(doc, type)];
+}
+
+function referenceProblems(doc: Element, type: number): string[] {
+  if (!NOTE_TYPES.includes(type)) return [];
+  const refs = childrenNamed(doc, 'Referencia').filter((ref) => DTE_TYPES.includes(Number(textAt(ref, 'TpoDocRef'))));
+  if (!refs.length) return [`no Referencia to a DTE (TpoDocRef ${DTE_TYPES.join(', ')}) in a type ${type} note`];
+  return refs.flatMap((ref, index) => {
+    const label = `Referencia ${textAt(ref, 'NroLinRef') ?? index + 1} (${textAt(ref, 'TpoDocRef')} folio ${textAt(ref, 'FolioRef') ?? '?'})`;
+    const missing = ['FolioRef', 'FchRef', 'CodRef'].filter((name) => textAt(ref, name) === undefined).map((name) => `${label} has no ${name}`);
+    const code = textAt(ref, 'CodRef');
+    return code === undefined || ['1', '2', '3'].includes(code) ? missing : [...missing, `${label} CodRef ${code} is not 1, 2 or 3`];
+  });
+}
+
+// What the timbre states of the document, which must be what the document says.
+const TIMBRE_FIELDS: [string, string[]][] = [
+  ['TD', ['Encabezado', 'IdDoc', 'TipoDTE']],
+  ['F', ['Encabezado', 'IdDoc', 'Folio']],
+  ['MNT', ['Encabezado', 'Totales', 'MntTotal']],
+];
+
+function timbreProblems(doc: Element): string[] {
+  const dd = at(doc, 'TED', 'DD');
+  if (!dd) return ['no TED DD'];
+  return TIMBRE_FIELDS.flatMap(([field, path]) => {
+    const [timbre, document] = [textAt(dd, field), textAt(doc, ...path)];
+    return timbre === document ? [] : [`TED DD/${field} ${timbre} != ${path.at(-1)} ${document}`];
+  });
+}
+
+/** Why SII refuses this DTE (decisions §17); none when it passes. */
+function dteProblems(dte: Element): string[] {
+  const doc = childNamed(dte, 'Documento');
+  if (!doc) return ['no Documento'];
+  const type = Number(textAt(doc, 'Encabezado', 'IdDoc', 'TipoDTE'));
+  return [...receiverProblems(doc, type), ...amountProblems(doc, type), ...referenceProblems(doc, type), ...timbreProblems(doc)];
+}
 
 /** XMLDSig checked as SII does: the certificate of its own KeyInfo, over the document given. */
 function signatureValid(xml: string, signature: Node | undefined): boolean {
@@ -178,15 +341,18 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
     });
     const signaturesValid = dtesValid && signatureValid(xml, childNamed(root, 'Signature'));
     if (!signaturesValid) return { answer: recepcion('8') };
+    const rejections = dtes.map((dte) => ({
+      type: Number(dte.getElementsByTagName('TipoDTE')[0]?.textContent),
+      folio: Number(dte.getElementsByTagName('Folio')[0]?.textContent),
+      problems: dteProblems(dte),
+    }));
     const upload: Upload = {
       trackId: String(nextTrack++),
       sender: `${form.get('rutSender')}-${form.get('dvSender')}`,
       company: `${form.get('rutCompany')}-${form.get('dvCompany')}`,
       filename: (file as File).name,
-      documents: dtes.map((dte) => ({
-        type: Number(dte.getElementsByTagName('TipoDTE')[0]?.textContent),
-        folio: Number(dte.getElementsByTagName('Folio')[0]?.textContent),
-      })),
+      documents: rejections.map(({ type, folio }) => ({ type, folio })),
+      rejections,
       signaturesValid,
       outcome: s.outcome,
       polls: 0,
@@ -208,9 +374,14 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
     const types = [...new Set(upload.documents.map((d) => d.type))];
     const counts = types
       .map((type) => {
-        const n = upload.documents.filter((d) => d.type === type).length;
-        const [a, r, rep] = o.kind === 'accepted' ? [n, 0, 0] : o.kind === 'rejected' ? [0, n, 0] : [0, 0, n];
-        return `<TIPO_DOCTO>${type}</TIPO_DOCTO><INFORMADOS>${n}</INFORMADOS><ACEPTADOS>${a}</ACEPTADOS><RECHAZADOS>${r}</RECHAZADOS><REPAROS>${rep}</REPAROS>`;
+        const ofType = upload.rejections.filter((d) => d.type === type);
+        const refused = ofType.filter((d) => d.problems.length).length;
+        // The documents that pass are counted as the script says.
+        const passed = ofType.length - refused;
+        const a = o.kind === 'accepted' ? passed : 0;
+        const r = refused + (o.kind === 'rejected' ? passed : 0);
+        const rep = o.kind === 'objections' ? passed : 0;
+        return `<TIPO_DOCTO>${type}</TIPO_DOCTO><INFORMADOS>${ofType.length}</INFORMADOS><ACEPTADOS>${a}</ACEPTADOS><RECHAZADOS>${r}</RECHAZADOS><REPAROS>${rep}</REPAROS>`;
       })
       .join('');
     return SOAP('getEstUp', RESPUESTA(hdr('EPR', 'Envio Procesado'), counts));
@@ -221,7 +392,7 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
     if (!validTokens.has(p.Token ?? '')) return SOAP('getEstDte', RESPUESTA('<ESTADO>001</ESTADO><GLOSA>Token Inactivo</GLOSA>'));
     const found = s.uploads.find(
       (u) => u.company === `${p.RutCompania}-${p.DvCompania}` && u.outcome.kind !== 'rejected' && u.outcome.kind !== 'envelope_rejected' &&
-        u.documents.some((d) => d.type === Number(p.TipoDte) && d.folio === Number(p.FolioDte)),
+        u.rejections.some((d) => d.type === Number(p.TipoDte) && d.folio === Number(p.FolioDte) && !d.problems.length),
     );
     return SOAP(
       'getEstDte',
