@@ -19,6 +19,7 @@ import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
 import { configureGateways } from '../src/checkout/providers/registry.js';
 import { createLogger, redactedMessage, type Log } from '../src/logger.js';
 import { assertPatched, PG_BOSS } from '../src/db/driver-check.js';
+import { readEnvFile } from '../src/env-file.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -291,6 +292,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
 }
 
 async function main(): Promise<void> {
+  readEnvFile();
   const config = loadConfig();
   const log = createLogger(config);
   const db = await openDatabase(config, 'invoicing-worker');

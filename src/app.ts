@@ -17,7 +17,7 @@ import { registerProviderNotifications } from './checkout/notification-routes.js
 import { configureGateways } from './checkout/providers/registry.js';
 import { registerHostedPageLimit } from './public/page-limit.js';
 import { registerAdmin } from './admin/routes.js';
-import { isApiPath, maskTokens } from './http/urls.js';
+import { API_PREFIX, isApiPath, maskTokens } from './http/urls.js';
 import { loggerOptions } from './logger.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -157,6 +157,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     sendError(reply, new AppError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
 
+  // Whoever opens the server's address in a browser wants the reference.
+  app.get('/', async (_request, reply) => reply.redirect(`${API_PREFIX}/docs`, 302));
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = await migrationsCurrent(ctx.sql).catch(() => false);

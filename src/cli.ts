@@ -12,6 +12,7 @@ import { setRate } from './rates/service.js';
 import { clock, dateInZone } from './clock.js';
 import { isCurrency } from './money.js';
 import type { Sql } from './db/client.js';
+import { readEnvFile } from './env-file.js';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
 
@@ -186,6 +187,7 @@ async function openCliDatabase(): Promise<Database> {
 }
 
 async function main(): Promise<number> {
+  readEnvFile();
   const { values, positionals } = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);

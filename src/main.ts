@@ -1,4 +1,7 @@
 import { loadConfig } from './config.js';
+import { readEnvFile } from './env-file.js';
+import { anyMerchant } from './merchants/queries.js';
+import { startupGuide } from './startup-guide.js';
 import { openDatabase, openQueuePool } from './db/open.js';
 import { migrate } from './db/migrate.js';
 import { closeContext, createContext, startWeb } from './server.js';
@@ -7,6 +10,7 @@ import { startWorker } from '../jobs/worker.js';
 
 /** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web and worker. */
 async function main(): Promise<void> {
+  readEnvFile();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing');
   await migrate(db.sql);
@@ -14,7 +18,8 @@ async function main(): Promise<void> {
   const queueSql = openQueuePool(db, config, 'invoicing-queue');
   const worker = await startWorker(config, db.sql, { queueSql });
   const app = await startWeb(ctx);
-  app.log.info({ url: config.publicBaseUrl, embeddedDatabase: db.embedded, outbox: config.SMTP_URL ? null : `${config.DATA_DIR}/outbox` }, 'invoicing API ready');
+  app.log.info({ url: config.publicBaseUrl, embeddedDatabase: db.embeddedDataDir, outbox: config.SMTP_URL ? null : `${config.DATA_DIR}/outbox` }, 'invoicing API ready');
+  process.stdout.write(startupGuide({ config, embeddedDataDir: db.embeddedDataDir, hasMerchant: await anyMerchant(db.sql) }));
   onShutdown(async () => {
     await app.close();
     await worker.stop();

@@ -9,6 +9,7 @@ import { createBoss } from './queue/boss.js';
 import { loadSecretBox } from './webhooks/secrets.js';
 import { createLogger } from './logger.js';
 import { onShutdown } from './shutdown.js';
+import { readEnvFile } from './env-file.js';
 
 /** The web side's context: a pg-boss handle that only sends (no workers, no timers). */
 export async function createContext(config: Config, db: Database): Promise<AppContext> {
@@ -32,6 +33,7 @@ export async function startWeb(ctx: AppContext): Promise<FastifyInstance> {
 }
 
 async function main(): Promise<void> {
+  readEnvFile();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing-web');
   const ctx = await createContext(config, db);

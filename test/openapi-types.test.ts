@@ -63,6 +63,23 @@ export async function invoiceLifecycle(): Promise<string | undefined> {
   return cancelled.data?.status;
 }
 
+// Before any narrowing: every member of an operation's error union, codes without details
+// included, has \`details\` (null for those), and \`retry\` is one of the documented forms.
+export async function anyError(): Promise<string | undefined> {
+  const got = await api.GET('/api/v1/external/invoices/{invoice_id}', { params: { path: { invoice_id: 'inv_0000' } } });
+  if (!got.error) return got.data.status;
+  const { code, retry, details } = got.error;
+  console.log(code, retry, details);
+  if (got.error.code === 'invoice_not_found') {
+    // @ts-expect-error no details: never an object
+    return got.error.details?.status;
+  }
+  // Falsy for the codes without details: what is left are the details objects.
+  if (details && 'errors' in details) return details.errors[0]?.path;
+  if (details && 'required_scope' in details) return details.required_scope;
+  return retry;
+}
+
 export async function stillChecked(): Promise<void> {
   // @ts-expect-error due_date is required: the generated types are not a blanket "anything goes"
   await api.POST('/api/v1/external/invoices', { body: { client: { name: 'A', email: 'a@b.cl' }, items: [{ description: 'x', unit_price: 1 }] } });

@@ -1,13 +1,14 @@
 // Mercado Pago Checkout Pro (decisions §16) through the official mercadopago SDK, unchanged,
 // against a stand-in of its REST API and init_point page reached at MERCADOPAGO_BASE_URL: the
 // preference of each session, a payment confirmed only by the signed notification and a lookup
-// (never by the browser's return), declines, replayed and out-of-order notifications, a bad
+// (never by the browser's return), the return sent on as Webpay's is (approved → success_url,
+// declined → cancel_url, undecided → a page confirming it that reloads itself), declines, replayed and out-of-order notifications, a bad
 // signature (401), Mercado Pago down or refusing the token, a session whose notification never
 // came resolved by a search of its payments before it expires, and the hosted invoice page's Pay.
 import t from 'tap';
 import { TEST_ENV, testApp, type TestApp } from './helpers/app.js';
 import { assertError } from './helpers/assertions.js';
-import { checkoutBody } from './helpers/checkout.js';
+import { CANCEL, SUCCESS, checkoutBody } from './helpers/checkout.js';
 import { runCli } from './helpers/cli.js';
 import { payFormOf, sentInvoice, submitForm } from './helpers/invoice-pay.js';
 import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn, type MercadoPagoStandIn } from './helpers/mercadopago-standin.js';
@@ -81,6 +82,7 @@ t.test('mercadopago', async (t) => {
     const pref = [...mp.preferences.values()].find((p) => p.body.external_reference === c.checkout_id)!;
     t.ok(pref, 'a preference per session, external_reference = our checkout id');
     t.same(pref.body.back_urls, { success: c.checkout_url, failure: c.checkout_url, pending: c.checkout_url });
+    t.equal(pref.body.auto_return, 'all', 'every outcome comes back to the checkout page by itself');
     t.equal(pref.body.notification_url, `http://invoicing.test/providers/mercadopago/notifications/${merchantId}`);
     t.match(pref.body.items[0], { unit_price: 11900, currency_id: 'CLP', title: 'Pedido 1001' });
     const form = await gatewayForm(h, c.checkout_url);
@@ -109,10 +111,12 @@ t.test('mercadopago', async (t) => {
 
     // The real return: the payment it names is looked up, and it is this checkout's, approved.
     const returned = await h.app.inject({ url: local(backUrl) });
-    t.equal(returned.statusCode, 200);
-    t.match(returned.body, /data-state="completed"/, 'the page says paid: no Pay button for a second payment');
-    t.notMatch(returned.body, /name="pref_id"/, 'no form to Mercado Pago');
+    t.equal(returned.statusCode, 303, 'paid: on to the shop, as a Webpay return');
+    t.equal(returned.headers.location, SUCCESS);
     t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
+    const paidPage = await h.app.inject({ url: local(c.checkout_url) });
+    t.match(paidPage.body, /data-state="completed"/, 'the page itself says paid: no Pay button for a second payment');
+    t.notMatch(paidPage.body, /name="pref_id"/, 'no form to Mercado Pago');
     t.same(await paymentsOf(h, c.invoice_id), [{ status: 'succeeded', provider: 'mercadopago', transaction_id: String(payment.id) }]);
     t.match((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body, { status: 'paid', payment_reference: { provider: 'mercadopago', transaction_id: String(payment.id) } });
     // The notification arrives after all: the payment is applied once.
@@ -143,6 +147,91 @@ t.test('mercadopago', async (t) => {
       t.match(await status(key, c.checkout_id), { status: 'completed', payment_status: 'paid' });
       t.equal((await h.api('GET', `/invoices/${c.invoice_id}`, { key })).body.status, 'paid');
     });
+  });
+
+  t.test("the return lands where the shop said: approved → success_url, rejected → cancel_url, pending → a page confirming it; a forged id nowhere", async (t) => {
+    const { key } = await seller(h);
+    const shop = { success_url: SUCCESS, cancel_url: CANCEL };
+    const back = async (url: string) => h.app.inject({ url: local(url) });
+
+    // Approved, notified first (Mercado Pago's usual order): the return finds the payment recorded.
+    const paid = await create(h, key);
+    const paidPref = (await gatewayForm(h, paid.checkout_url)).preference!;
+    const approved = await mp.pay(paidPref);
+    t.equal(approved.notified, 200);
+    const lookups = mp.calls.length;
+    const landed = await back(approved.backUrl);
+    t.equal(landed.statusCode, 303);
+    t.equal(landed.headers.location, shop.success_url, 'approved → success_url');
+    t.equal(mp.calls.length, lookups, 'a payment recorded already needs no lookup');
+    t.equal((await back(approved.backUrl)).headers.location, shop.success_url, 'a reload lands there again');
+    // A forged id on the paid session: the page, not a redirect.
+    const forged = new URL(approved.backUrl);
+    forged.searchParams.set('payment_id', '99999999');
+    const forgedPage = await back(forged.href);
+    t.equal(forgedPage.statusCode, 200, 'a forged payment id redirects nowhere');
+    t.match(forgedPage.body, /data-state="completed"/);
+
+    // Rejected, notified first, then with the notification lost: cancel_url both times, the session still payable.
+    const declined = await create(h, key);
+    const declinedPref = (await gatewayForm(h, declined.checkout_url)).preference!;
+    const rejected = await mp.pay(declinedPref, false);
+    const turnedAway = await back(rejected.backUrl);
+    t.equal(turnedAway.statusCode, 303);
+    t.equal(turnedAway.headers.location, shop.cancel_url, 'rejected → cancel_url');
+    const lost = await mp.pay(declinedPref, false, { notify: false });
+    const lookedUp = await back(lost.backUrl);
+    t.equal(lookedUp.headers.location, shop.cancel_url, 'rejected and not notified yet: looked up, cancel_url');
+    t.same((await paymentsOf(h, declined.invoice_id)).map((p) => p.status), ['failed', 'failed'], 'each rejection recorded once');
+    t.match(await status(key, declined.checkout_id), { status: 'pending', payment_status: 'failed' }, 'the session stays open for another try');
+    const again = await gatewayForm(h, declined.checkout_url);
+    t.equal(again.preference, declinedPref, 'its page offers Pay again');
+    t.match((await back(declined.checkout_url)).body, /role="alert"/, 'saying the payment was declined');
+
+    // Still being decided at Mercado Pago (in review): our page says so, reloads itself, offers no Pay.
+    const review = await create(h, key);
+    const reviewPref = (await gatewayForm(h, review.checkout_url)).preference!;
+    const inReview = await mp.pay(reviewPref, 'in_process');
+    t.equal(inReview.notified, 200, 'an undecided payment is acknowledged, nothing applied');
+    const confirming = await back(inReview.backUrl);
+    t.equal(confirming.statusCode, 200, 'pending → our page');
+    t.match(confirming.body, /data-state="confirming"/);
+    t.match(confirming.body, 'Estamos confirmando su pago');
+    t.match(confirming.body, /<meta http-equiv="refresh" content="5">/, 'it reloads itself (the same URL, so the payment is looked up again)');
+    t.notMatch(confirming.body, /name="pref_id"|<button/, 'no Pay button while the payment is pending');
+    t.notMatch(String(confirming.headers['content-security-policy']), /script-src/, 'no script needed');
+    t.match(await status(key, review.checkout_id), { status: 'pending', payment_status: 'unpaid' });
+    t.same(await paymentsOf(h, review.invoice_id), []);
+    // Mercado Pago approves it; its notification is lost: the next reload looks it up and pays it.
+    mp.payments.get(inReview.payment.id)!.status = 'approved';
+    const decided = await back(inReview.backUrl);
+    t.equal(decided.statusCode, 303);
+    t.equal(decided.headers.location, shop.success_url, 'approved meanwhile → success_url');
+    t.match(await status(key, review.checkout_id), { status: 'completed', payment_status: 'paid' });
+    // Pending too (a cash payment still to be made), on a page in English.
+    const english = await create(h, key);
+    await h.sql`UPDATE checkout_sessions SET locale = 'en' WHERE id = ${english.checkout_id}`;
+    const cash = await mp.pay((await gatewayForm(h, english.checkout_url)).preference!, 'pending');
+    const enPage = await back(cash.backUrl);
+    t.equal(enPage.statusCode, 200);
+    t.match(enPage.body, /data-state="confirming"[^]*We are confirming your payment/);
+
+    // A forged or foreign id on a pending session, or Mercado Pago down: the page as it stands, never success_url.
+    const open = await create(h, key);
+    const openPref = (await gatewayForm(h, open.checkout_url)).preference!;
+    const url = new URL(open.checkout_url);
+    for (const [k, v] of Object.entries({ payment_id: '99999999', collection_id: '99999999', status: 'approved', collection_status: 'approved' })) url.searchParams.set(k, v);
+    const fake = await back(url.href);
+    t.equal(fake.statusCode, 200, 'a forged approved back URL: no redirect');
+    t.match(fake.body, /name="pref_id"/, 'the page as before, Pay offered');
+    url.searchParams.set('payment_id', String(approved.payment.id));
+    t.equal((await back(url.href)).statusCode, 200, "another checkout's approved payment: no redirect");
+    const pendingOnMp = await mp.pay(openPref, true, { notify: false });
+    mp.down = true;
+    const down = await back(pendingOnMp.backUrl);
+    mp.down = false;
+    t.equal(down.statusCode, 200, 'a lookup that fails: no redirect');
+    t.match(await status(key, open.checkout_id), { status: 'pending', payment_status: 'unpaid' });
   });
 
   t.test('no call to Mercado Pago holds a database transaction (decisions §10)', async (t) => {

@@ -161,6 +161,8 @@ t.test('the documented operations are exactly the routes the app serves', async 
   // one cannot appear without a reviewer deciding how it is protected.
   const outside = served.filter((r) => !underApi.includes(r)).map((r) => `${r.method} ${r.path}`);
   const expected = new Set([
+    // A redirect to the reference, for whoever opens the server's address in a browser.
+    'GET /', 'HEAD /',
     'GET /healthz', 'HEAD /healthz', 'GET /readyz', 'HEAD /readyz',
     'GET /i/:token', 'HEAD /i/:token', 'GET /i/:token/pdf', 'HEAD /i/:token/pdf', 'POST /i/:token/pay',
     'GET /checkout/:token', 'HEAD /checkout/:token', 'POST /checkout/:token/pay', 'POST /checkout/:token/decline',

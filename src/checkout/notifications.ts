@@ -2,11 +2,12 @@ import { z } from 'zod';
 import type { Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { InvoiceDeps } from '../invoices/transitions.js';
+import { Decimal } from '../money.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { loadCredentials } from './credentials.js';
-import { lookupPayment, providerFor } from './providers/registry.js';
+import { knownProvider, lookupPayment, providerFor } from './providers/registry.js';
 import { ProviderError, type Credentials, type Notification, type PaymentProvider } from './providers/provider.js';
-import type { CheckoutRow } from './queries.js';
+import { recordedPaymentStatus, type CheckoutRow } from './queries.js';
 import { applyNotifiedPayment } from './service.js';
 
 export type NotificationOutcome = 'applied' | 'ignored';
@@ -56,23 +57,37 @@ export async function receiveNotification(
 }
 
 /**
- * The customer back on the checkout page from a gateway's page, with the id of the payment made
- * there (Mercado Pago's `payment_id`), possibly before the gateway's notification. The return is
- * no proof (decisions §16), so the payment is looked up at the gateway and applied exactly as its
- * notification would be: the page then shows the outcome instead of offering Pay a second time.
- * A payment of another checkout changes nothing; a gateway that cannot be asked leaves the
- * decision to the notification.
+ * What the payment a back URL names proved, for this session: this checkout's payment approved or
+ * declined (and applied), or still being decided at the gateway; null when it proves nothing (an
+ * unknown id, another checkout's payment, an undecided status of another kind, or a gateway that
+ * could not be asked).
  */
-export async function applyReturnedPayment(sql: Sql, secrets: SecretBox, s: CheckoutRow, paymentId: string, deps: InvoiceDeps): Promise<NotificationOutcome> {
-  const provider = providerFor(s.provider);
-  if (s.status !== 'pending' || !provider.lookupPayment) return 'ignored';
+export type ReturnedPayment = 'succeeded' | 'failed' | 'pending' | null;
+
+/**
+ * The customer back on the checkout page from a gateway's page, with the id of the payment made
+ * there (Mercado Pago's `payment_id`), before or after the gateway's notification. The return is
+ * no proof (decisions §16): a payment recorded for this session's invoice already speaks for
+ * itself; otherwise, while the session is pending, the payment is looked up at the gateway and
+ * applied exactly as its notification would be. A payment of another checkout changes nothing; a
+ * gateway that cannot be asked leaves the decision to the notification.
+ */
+export async function settleReturnedPayment(sql: Sql, secrets: SecretBox, s: CheckoutRow, paymentId: string, deps: InvoiceDeps): Promise<ReturnedPayment> {
+  const provider = knownProvider(s.provider);
+  if (!provider?.lookupPayment) return null;
+  const recorded = await recordedPaymentStatus(sql, s, paymentId);
+  if (recorded) return recorded;
+  if (s.status !== 'pending') return null;
   try {
     const credentials = await loadCredentials(sql, secrets, s.merchant_id, provider);
     const returned = await lookupPayment(provider, paymentId, credentials);
-    if (!returned.result || returned.checkoutId !== s.id) return 'ignored';
-    return (await applyNotifiedPayment(sql, s.merchant_id, provider, s.id, returned, returned.result, deps)) ? 'applied' : 'ignored';
+    // Another checkout's payment, or a charge of another amount under this one's reference.
+    if (returned.checkoutId !== s.id || returned.currency !== s.currency || !new Decimal(s.amount).eq(returned.amount)) return null;
+    if (!returned.result) return returned.pending ? 'pending' : null;
+    await applyNotifiedPayment(sql, s.merchant_id, provider, s.id, returned, returned.result, deps);
+    return returned.result.status;
   } catch (err) {
-    if (err instanceof ProviderError || err instanceof AppError) return 'ignored';
+    if (err instanceof ProviderError || err instanceof AppError) return null;
     throw err;
   }
 }

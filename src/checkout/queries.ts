@@ -283,3 +283,14 @@ export async function dueOpenGatewaySessions(db: Queryable, now: Date, providers
      ORDER BY expires_at
      LIMIT ${limit}`;
 }
+
+/**
+ * The outcome recorded for the gateway payment `transactionId` on this session's invoice (its
+ * notification, or an earlier return, applied it): null when none is.
+ */
+export async function recordedPaymentStatus(db: Queryable, s: Pick<CheckoutRow, 'merchant_id' | 'invoice_id' | 'provider'>, transactionId: string): Promise<'succeeded' | 'failed' | null> {
+  const [row] = await db<{ status: 'succeeded' | 'failed' }[]>`
+    SELECT status FROM payments
+     WHERE merchant_id = ${s.merchant_id} AND invoice_id = ${s.invoice_id} AND provider = ${s.provider} AND transaction_id = ${transactionId}`;
+  return row?.status ?? null;
+}

@@ -43,7 +43,7 @@ const redirectUrl = (description: string, example: string) =>
 export const createCheckoutBody = z
   .strictObject({
     amount: z
-      .number({ message: 'must be a number' })
+      .number()
       .gt(0)
       .max(1e12)
       // The currency's own precision (0 for CLP, 4 for CLF) is checked once the currency is known.

@@ -18,6 +18,8 @@ export { freePort } from './embedded/ports.js';
 
 export interface EmbeddedDb {
   url: string;
+  /** The folder the cluster keeps its data in. */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -41,10 +43,10 @@ export async function startEmbedded(dataDir: string, portOverride?: number): Pro
   const pgDir = await placeCluster(root, runAs);
 
   const running = await runningPort(pgDir);
-  if (running) return { url: urlOf(await recordPort(root, running)), stop: async () => {} };
+  if (running) return { url: urlOf(await recordPort(root, running)), dataDir: pgDir, stop: async () => {} };
 
   const port = await choosePort(root, portOverride);
   const usable = await reachablePrograms(programs, runAs);
   if (!(await exists(path.join(pgDir, 'PG_VERSION')))) await initialise(usable.initdb, pgDir, runAs);
-  return { url: urlOf(port), stop: await launch(usable.postgres, pgDir, port, runAs) };
+  return { url: urlOf(port), dataDir: pgDir, stop: await launch(usable.postgres, pgDir, port, runAs) };
 }

@@ -6,7 +6,8 @@ import { startEmbedded } from './embedded.js';
 export interface Database {
   sql: Sql;
   url: string;
-  embedded: boolean;
+  /** Where the embedded server keeps its data; null on DATABASE_URL's server. */
+  embeddedDataDir: string | null;
   close(): Promise<void>;
 }
 
@@ -23,7 +24,7 @@ export async function openDatabase(config: Config, application: string): Promise
   return {
     sql,
     url,
-    embedded: embedded !== null,
+    embeddedDataDir: embedded?.dataDir ?? null,
     async close() {
       await sql.end({ timeout: 5 });
       await embedded?.stop();

@@ -1,10 +1,12 @@
 import { z } from 'zod';
+// Every schema's messages come from this error map: "must be between 1 and 100", never zod's words.
+import './zod-errors.js';
 
 export const uuid = z.uuid({ message: 'must be a UUID' });
 
 export const pagingQuery = {
-  limit: z.coerce.number({ message: 'must be an integer' }).int('must be an integer').min(1).max(100).default(50),
-  offset: z.coerce.number({ message: 'must be an integer' }).int('must be an integer').min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
 };
 
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-11-22T03:16:13.123Z' });

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import { AppError, type FieldError } from '../errors.js';
+// Installs the error map that words every message (src/http/zod-errors.ts); the CLI gets it here too.
+import './zod-errors.js';
 
 /** `['items', 0, 'unit_price']` → `items[0].unit_price` */
 export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
@@ -11,15 +13,25 @@ export function formatPath(path: readonly PropertyKey[], prefix = ''): string {
   return out;
 }
 
+/**
+ * One message per field, the first issue zod found for it: a value that is not a number has no
+ * range to report, and a client fixes one rule at a time. The words come from the error map in
+ * zod-errors.ts or from the schema's own message; `{ path, message }` is the whole shape.
+ */
 export function fieldErrors(error: z.ZodError, prefix = ''): FieldError[] {
   const out: FieldError[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, message: string) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    out.push({ path, message });
+  };
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: formatPath([...issue.path, key], prefix), message: 'unknown field' });
+      for (const key of issue.keys) add(formatPath([...issue.path, key], prefix), 'unknown field');
       continue;
     }
-    const missing = issue.code === 'invalid_type' && /received undefined/.test(issue.message);
-    out.push({ path: formatPath(issue.path, prefix), message: missing ? 'is required' : issue.message });
+    add(formatPath(issue.path, prefix), issue.message);
   }
   return out;
 }

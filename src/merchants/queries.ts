@@ -118,3 +118,9 @@ export async function revokeApiKey(db: Queryable, id: string, now: Date): Promis
     UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${now}) WHERE id = ${id} RETURNING ${keyColumns(db)}`;
   return rows[0] ?? null;
 }
+
+/** Whether any merchant exists: `npm start` shows how to make the first one until one does. */
+export async function anyMerchant(db: Queryable): Promise<boolean> {
+  const [row] = await db<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM merchants) AS any`;
+  return row!.any;
+}

@@ -12,7 +12,7 @@ import { formatMoment, formatMoney } from '../format.js';
 import { Decimal } from '../money.js';
 import { checkoutUrl, effectiveStatus, gatewayReturn, ownsInvoice, payableSession, submitPayment } from '../checkout/service.js';
 import { sessionByToken, type CheckoutRow } from '../checkout/queries.js';
-import { applyReturnedPayment } from '../checkout/notifications.js';
+import { settleReturnedPayment, type ReturnedPayment } from '../checkout/notifications.js';
 import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
 import { csrfMatches, fromOurOrigin, registerFormParser } from './forms.js';
@@ -22,15 +22,19 @@ import { compilePublic, readLabels, readPublic, styleHash } from './templates.js
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 // A gateway's payment id as a back URL carries it (Mercado Pago's are numbers).
 const PAYMENT_ID = /^[0-9]{1,32}$/;
+// How often the "being confirmed" page reloads itself (and looks the payment up again).
+const CONFIRMING_REFRESH_SECONDS = 5;
 
 const labelKeys = [
   'title', 'payTo', 'invoice', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
   'backToPayment', 'questions', 'completedTitle', 'completedBody', 'expiredTitle', 'closedTitle', 'notFoundTitle',
-  'notFoundBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle', 'sessionExpiredBody', 'errorTitle', 'errorBody',
+  'notFoundBody', 'confirmingTitle', 'confirmingBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle', 'sessionExpiredBody', 'errorTitle', 'errorBody',
 ] as const;
 
 /** What the page shows instead of the Pay button: the session's end, or an invoice closed meanwhile. */
 type ClosedState = 'completed' | 'expired' | 'closed';
+/** A pending session whose payment the gateway is still deciding: no Pay button, the page reloads itself. */
+type PageState = ClosedState | 'open' | 'confirming';
 
 // The words that depend on where the customer came from and goes back to: the shop's site for a
 // session of POST /checkout, the invoice page for one opened there (decisions §11).
@@ -39,8 +43,8 @@ type ReturnLabels = Record<(typeof returnKeys)[number], string>;
 
 type Labels = Record<(typeof labelKeys)[number], string> & {
   /** The amount's caption: to pay while open, paid once completed, plain otherwise. */
-  amount: Record<ClosedState | 'open', string>;
-  states: Record<ClosedState, string>;
+  amount: Record<PageState, string>;
+  states: Record<ClosedState | 'confirming', string>;
   toStore: ReturnLabels;
   toInvoice: ReturnLabels;
 };
@@ -63,8 +67,8 @@ function load(): Assets {
   const css = `${readPublic('style.css')}${readPublic('checkout.css')}`;
   const labels = (file: string) =>
     readLabels<Labels>(file, labelKeys, {
-      amount: ['open', 'completed', 'expired', 'closed'],
-      states: ['completed', 'expired', 'closed'],
+      amount: ['open', 'confirming', 'completed', 'expired', 'closed'],
+      states: ['confirming', 'completed', 'expired', 'closed'],
       toStore: returnKeys,
       toInvoice: returnKeys,
     });
@@ -133,17 +137,21 @@ function redirect(reply: FastifyReply, to: string): FastifyReply {
   return reply.code(303).header('Location', new URL(to).href).send();
 }
 
-async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | null> {
+/**
+ * The page of the session. `confirming`: the customer is back from the gateway with a payment it
+ * is still deciding, so an open session shows that instead of a second Pay button.
+ */
+async function renderPage(ctx: AppContext, s: CheckoutRow, confirming = false): Promise<string | null> {
   const [merchant, invoice] = await Promise.all([getMerchant(ctx.sql, s.merchant_id), getInvoiceRow(ctx.sql, s.merchant_id, s.invoice_id)]);
   if (!merchant || !invoice) return null;
   const a = load();
   const L = a.labels[s.locale];
   const status = effectiveStatus(s, clock.now());
-  const state: ClosedState | 'open' =
-    status !== 'pending' ? status : (OPEN_STATUSES as readonly string[]).includes(invoice.status) ? 'open' : 'closed';
+  const state: PageState =
+    status !== 'pending' ? status : !(OPEN_STATUSES as readonly string[]).includes(invoice.status) ? 'closed' : confirming ? 'confirming' : 'open';
   const base = checkoutUrl(ctx.config.publicBaseUrl, s.token);
   const amount = formatMoney(s.amount, s.currency, s.locale);
-  const closed = state === 'open' ? null : state;
+  const closed = state === 'open' || state === 'confirming' ? null : state;
   const back = ownsInvoice(invoice) ? L.toStore : L.toInvoice;
   return a.page({
     lang: s.locale,
@@ -157,6 +165,8 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
     // An exempt invoice, or one at 0 %, has no tax to include.
     taxIncluded: new Decimal(invoice.tax_total).gt(0),
     open: state === 'open',
+    confirming: state === 'confirming',
+    refreshSeconds: state === 'confirming' ? CONFIRMING_REFRESH_SECONDS : null,
     state,
     declined: s.payment_status === 'failed',
     csrfToken: s.csrf_token,
@@ -167,9 +177,9 @@ async function renderPage(ctx: AppContext, s: CheckoutRow): Promise<string | nul
     cancelHref: `${base}/cancel`,
     cancelLabel: back.cancel,
     expiresAt: formatMoment(s.expires_at, s.locale, merchant.timezone),
-    stateLabel: closed ? L.states[closed] : '',
-    stateTitle: closed ? L[`${closed}Title`] : '',
-    stateBody: closed === 'completed' ? L.completedBody : closed ? back[`${closed}Body`] : '',
+    stateLabel: closed ? L.states[closed] : state === 'confirming' ? L.states.confirming : '',
+    stateTitle: closed ? L[`${closed}Title`] : state === 'confirming' ? L.confirmingTitle : '',
+    stateBody: closed === 'completed' ? L.completedBody : closed ? back[`${closed}Body`] : state === 'confirming' ? L.confirmingBody : '',
     returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
     returnLabel: back.back,
   });
@@ -219,13 +229,23 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
         const { token } = request.params;
         let found = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
         // Back from a gateway's page with the payment it made (Mercado Pago's back URL carries
-        // payment_id): looked up before the page is drawn, so a paid session never offers Pay again.
+        // payment_id): looked up (or found recorded) before anything is shown, and the customer
+        // sent on as a Webpay return sends them (decisions §11): paid → success_url, declined →
+        // cancel_url with the session still payable, undecided → this page, confirming, reloading
+        // itself. A payment id that proves nothing shows the page as it stands.
         const paymentId = request.query.payment_id;
-        if (found?.status === 'pending' && typeof paymentId === 'string' && PAYMENT_ID.test(paymentId)) {
-          if ((await applyReturnedPayment(ctx.sql, ctx.secrets, found, paymentId, deps)) === 'applied') found = await sessionByToken(ctx.sql, token);
+        let returned: ReturnedPayment = null;
+        if (found && typeof paymentId === 'string' && PAYMENT_ID.test(paymentId)) {
+          returned = await settleReturnedPayment(ctx.sql, ctx.secrets, found, paymentId, deps);
+          if (returned) found = await sessionByToken(ctx.sql, token);
+        }
+        if (found && returned) {
+          const now = effectiveStatus(found, clock.now());
+          if (now === 'completed') return redirect(reply, found.success_url);
+          if (now === 'pending' && returned === 'failed') return redirect(reply, found.cancel_url);
         }
         const s = found && (await payableSession(ctx.sql, found, { publicBase: ctx.config.publicBaseUrl, secrets: ctx.secrets }));
-        const html = s ? await renderPage(ctx, s) : null;
+        const html = s ? await renderPage(ctx, s, returned === 'pending') : null;
         if (!s || !html) return sendMessagePage(reply, 404, browserLocale(request), 'notFound');
         securityHeaders(reply, [s.success_url, s.cancel_url, ...(s.provider_redirect ? [s.provider_redirect.url] : [])]);
         return reply.code(200).type('text/html; charset=utf-8').send(html);

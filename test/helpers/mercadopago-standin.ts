@@ -12,6 +12,7 @@ export interface MpPreference {
     items: { title: string; unit_price: number; currency_id: string }[];
     external_reference: string;
     back_urls: { success: string; failure: string; pending: string };
+    auto_return?: string;
     notification_url: string;
     expiration_date_to?: string;
   };
@@ -19,7 +20,7 @@ export interface MpPreference {
 
 export interface MpPayment {
   id: number;
-  status: 'approved' | 'rejected' | 'in_process';
+  status: 'approved' | 'rejected' | 'pending' | 'in_process';
   external_reference: string;
   transaction_amount: number;
   currency_id: string;
@@ -35,9 +36,10 @@ const overHttp: Deliver = async (url, headers, body) => (await fetch(url, { meth
  * Mercado Pago's Checkout Pro, as far as the official SDK and a customer's browser see it:
  * preferences (POST /checkout/preferences/), payments (GET /v1/payments/{id}, and GET
  * /v1/payments/search by external_reference and status) behind the Bearer access token, and the
- * init_point page where the customer pays or is declined; each payment is notified, signed as
- * Mercado Pago signs (x-signature over id, request-id and ts), to the preference's
- * notification_url before the browser is sent to its back URL. Scriptable: `down` answers 503,
+ * init_point page where the customer pays, is declined or is left in review; each payment is
+ * notified, signed as Mercado Pago signs (x-signature over id, request-id and ts), to the
+ * preference's notification_url before the browser is sent to the back URL of its status (as
+ * `auto_return: "all"` does). Scriptable: `down` answers 503,
  * `accessToken` is the only token accepted (else 401), `notify` replays.
  */
 export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): void }) {
@@ -58,7 +60,8 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
 
   /** A payment as the API answers it. */
   function resource(p: MpPayment) {
-    return { ...p, status_detail: p.status === 'approved' ? 'accredited' : 'cc_rejected_other_reason', payment_type_id: 'credit_card', payment_method_id: 'visa' };
+    const detail = { approved: 'accredited', rejected: 'cc_rejected_other_reason', pending: 'pending_waiting_payment', in_process: 'pending_review_manual' }[p.status];
+    return { ...p, status_detail: detail, payment_type_id: 'credit_card', payment_method_id: 'visa' };
   }
 
   /** Sends the payment's notification, signed with `secret`; our app's HTTP status. */
@@ -88,15 +91,22 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
   }
 
   /**
-   * The customer pays the preference (approved or declined); the payment is notified (unless
-   * `notify` is false: a notification lost on the way), then the back URL returned.
+   * The customer pays the preference (approved, declined, or left pending / in_process for
+   * Mercado Pago to decide later: set the payment's status and `notify` then); the payment is
+   * notified (unless `notify` is false: a notification lost on the way), then the back URL of its
+   * status returned.
    */
-  async function pay(preferenceId: string, approved = true, opts: { notify?: boolean } = {}): Promise<{ payment: MpPayment; notified: number | null; backUrl: string }> {
+  async function pay(
+    preferenceId: string,
+    outcome: boolean | MpPayment['status'] = true,
+    opts: { notify?: boolean } = {},
+  ): Promise<{ payment: MpPayment; notified: number | null; backUrl: string }> {
+    const status: MpPayment['status'] = outcome === true ? 'approved' : outcome === false ? 'rejected' : outcome;
     const pref = preferences.get(preferenceId)!;
     const item = pref.body.items[0]!;
     const payment: MpPayment = {
       id: nextPayment++,
-      status: approved ? 'approved' : 'rejected',
+      status,
       external_reference: pref.body.external_reference,
       transaction_amount: item.unit_price,
       currency_id: item.currency_id,
@@ -104,7 +114,8 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     };
     payments.set(payment.id, payment);
     const notified = opts.notify === false ? null : await notify(payment.id);
-    const back = new URL(approved ? pref.body.back_urls.success : pref.body.back_urls.failure);
+    const urls = pref.body.back_urls;
+    const back = new URL(status === 'approved' ? urls.success : status === 'rejected' ? urls.failure : urls.pending);
     for (const [k, v] of Object.entries({
       collection_id: String(payment.id),
       collection_status: payment.status,
@@ -148,7 +159,7 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     return sendJson(res, 404, { message: 'not found', error: 'not_found', status: 404, cause: [] });
   }
 
-  // The customer's side: the init_point page and its two buttons.
+  // The customer's side: the init_point page and its buttons (approved, rejected, left in review).
   async function page(req: IncomingMessage, res: ServerResponse, _path: string) {
     if (req.method === 'GET') {
       const id = new URL(req.url ?? '/', base).searchParams.get('pref_id') ?? '';
@@ -159,12 +170,13 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
         `<form method="post" action="/checkout/v1/pay"><input type="hidden" name="pref_id" value="${id}"><input type="hidden" name="outcome" value="${outcome}"><button type="submit">${label}</button></form>`;
       return res
         .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-        .end(`<!doctype html><title>Mercado Pago</title><h1>${item.title}: $${item.unit_price}</h1>${button('approved', 'Pagar')}${button('rejected', 'Pagar con tarjeta rechazada')}`);
+        .end(`<!doctype html><title>Mercado Pago</title><h1>${item.title}: $${item.unit_price}</h1>${button('approved', 'Pagar')}${button('rejected', 'Pagar con tarjeta rechazada')}${button('in_process', 'Pagar con tarjeta en revisión')}`);
     }
     const fields = new URLSearchParams(await readBody(req));
     const id = fields.get('pref_id') ?? '';
     if (!preferences.has(id)) return res.writeHead(404).end();
-    const { backUrl } = await pay(id, fields.get('outcome') === 'approved');
+    const chosen = fields.get('outcome');
+    const { backUrl } = await pay(id, chosen === 'approved' ? true : chosen === 'in_process' || chosen === 'pending' ? chosen : false);
     return res.writeHead(303, { location: backUrl }).end();
   }
 

@@ -43,6 +43,9 @@ function signatureParts(header: string): Map<string, string> {
 }
 
 const STATUS: Record<string, PaymentResult['status']> = { approved: 'succeeded', rejected: 'failed', cancelled: 'failed' };
+// Mercado Pago is still deciding these (a card under review, a cash payment not made yet, an
+// authorisation not captured); refunded, charged back or in mediation are neither.
+const UNDECIDED = new Set(['pending', 'in_process', 'authorized']);
 
 /**
  * Mercado Pago Checkout Pro through the official SDK (decisions §16): a preference per session
@@ -71,8 +74,10 @@ export function mercadoPagoProvider(): PaymentProvider {
             ],
             payer: { email: req.customerEmail },
             external_reference: req.checkoutId,
+            // Every outcome comes back to the checkout page, which looks the payment up and sends
+            // the customer on to success_url or cancel_url as a Webpay return does (decisions §11).
             back_urls: { success: req.pageUrl, failure: req.pageUrl, pending: req.pageUrl },
-            auto_return: 'approved',
+            auto_return: 'all',
             notification_url: req.notificationUrl,
             expires: true,
             expiration_date_to: req.expiresAt.toISOString(),
@@ -121,6 +126,7 @@ export function mercadoPagoProvider(): PaymentProvider {
         amount: new Decimal(p.transaction_amount ?? 0).toFixed(),
         currency: p.currency_id ?? '',
         result: status ? { status, transactionId: String(p.id ?? paymentId), method } : null,
+        pending: !status && UNDECIDED.has(p.status ?? ''),
       };
     },
   };

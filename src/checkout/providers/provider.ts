@@ -89,6 +89,8 @@ export interface NotifiedPayment {
   amount: string;
   currency: string;
   result: PaymentResult | null;
+  /** With no result: the gateway is still deciding it (Mercado Pago's pending, in_process, authorized). */
+  pending: boolean;
 }
 
 /**
