@@ -13,6 +13,7 @@ import { clock, dateInZone } from './clock.js';
 import { isCurrency } from './money.js';
 import type { Sql } from './db/client.js';
 import { readEnvFile } from './env-file.js';
+import { listOutbox, NO_OUTBOX, outboxDir, showOutboxMessage } from './email/outbox-files.js';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
 
@@ -32,6 +33,8 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   rates set --merchant ID --currency USD --rate 950.25 [--date YYYY-MM-DD]
   dte certificate add --merchant ID --file F.p12 --password-env VAR
   dte caf add --merchant ID --file caf.xml
+  outbox list                  development's e-mails ($DATA_DIR/outbox, no SMTP_URL), newest first
+  outbox show ID               one of them: From, To, Subject, Date, text, HTML, attachments
 
 Every command prints JSON.`;
 
@@ -180,6 +183,14 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
   }
 }
 
+async function outbox(dir: string, [action, id]: string[]): Promise<unknown> {
+  if (action === 'list') return listOutbox(dir);
+  if (action === 'show') {
+    if (!id) throw AppError.validation([{ path: 'ID', message: 'is required' }]);
+    return showOutboxMessage(dir, id);
+  }
+  throw AppError.validation([{ path: 'command', message: `unknown command "${['outbox', action].filter(Boolean).join(' ')}"` }], 400, USAGE);
+}
 
 // Async, so a configuration error is a rejection the caller prints as one line, like a database that cannot start.
 async function openCliDatabase(): Promise<Database> {
@@ -192,6 +203,17 @@ async function main(): Promise<number> {
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);
     return values.help ? 0 : 1;
+  }
+  // The outbox is files: no database to open or migrate for it.
+  if (positionals[0] === 'outbox') {
+    const config = loadConfig();
+    if (config.SMTP_URL) {
+      process.stderr.write(`${NO_OUTBOX}\n`);
+      return 1;
+    }
+    const out = await outbox(outboxDir(config), positionals.slice(1));
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    return 0;
   }
   // A database that cannot start is no command's error: its one line says what to do, as `npm start` prints it.
   const db = await openCliDatabase().catch((err: Error) => {

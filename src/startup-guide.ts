@@ -17,7 +17,7 @@ export function startupGuide({ config, embeddedDataDir, hasMerchant }: StartupFa
     `Invoicing API ready at ${base}`,
     `  Reference:  ${base}${API_PREFIX}/docs (also …/docs/openapi.json and …/docs/llms.txt)`,
     `  Database:   ${embeddedDataDir ? `embedded PostgreSQL, its data in ${embeddedDataDir}` : 'the server of DATABASE_URL'}`,
-    `  E-mails:    ${config.SMTP_URL ? 'sent through SMTP_URL' : `not sent: written as .eml files to ${path.resolve(config.DATA_DIR, 'outbox')}`}`,
+    `  E-mails:    ${config.SMTP_URL ? 'sent through SMTP_URL' : `not sent: written to ${path.resolve(config.DATA_DIR, 'outbox')} (read them with npm run --silent cli -- outbox list)`}`,
     config.ADMIN_TOKEN
       ? `  Console:    ${base}/admin (sign in with ADMIN_TOKEN)`
       : '  Console:    off; set ADMIN_TOKEN (e.g. in .env) and restart to open it at /admin',

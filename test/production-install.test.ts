@@ -1,4 +1,4 @@
-// The deploy the README describes, as Heroku's Node.js buildpack makes it: install everything and
+// The deploy docs/deploying.md describes, as Heroku's Node.js buildpack makes it: install everything and
 // `npm run build`, then keep only production dependencies (`npm ci --omit=dev`) and run the
 // Procfile's release, web and worker with `node`. Proves that nothing at run time needs a
 // development package (no tsx, no esbuild, no embedded PostgreSQL) and that the admin console is

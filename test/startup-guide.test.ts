@@ -31,7 +31,7 @@ t.test('the guide: the reference, the data, the e-mails, the console and the fir
   const fresh = startupGuide({ config, embeddedDataDir: '/var/lib/invoicing-api/x/pg', hasMerchant: false });
   t.match(fresh, 'Reference:  http://localhost:3000/api/v1/external/docs');
   t.match(fresh, 'embedded PostgreSQL, its data in /var/lib/invoicing-api/x/pg');
-  t.match(fresh, `written as .eml files to ${path.resolve('./.data/outbox')}`);
+  t.match(fresh, `written to ${path.resolve('./.data/outbox')} (read them with npm run --silent cli -- outbox list)`);
   t.match(fresh, 'Console:    off; set ADMIN_TOKEN');
   t.match(fresh, 'npm run --silent cli -- merchants create --name');
   t.match(fresh, "npm run --silent cli -- keys create --merchant MERCHANT_ID --scopes '*'");

@@ -3,6 +3,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../config.js';
+import { outboxDir, summarize } from './outbox-files.js';
 
 export interface Mailer {
   /** Hands the message over; resolves with the provider's message id (or the outbox file). */
@@ -18,7 +19,7 @@ const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, sock
 // worker's concurrency; a server that rate-limits per connection sees at most this many.
 export const SMTP_POOL = { pool: true, maxConnections: 8, maxMessages: 500 };
 
-/** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message. */
+/** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message, each with a `.json` summary. */
 export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mailer {
   if (config.SMTP_URL) {
     const transport = nodemailer.createTransport({ url: config.SMTP_URL, ...SMTP_POOL, ...SMTP_TIMEOUTS } as never);
@@ -30,16 +31,21 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mai
       close: () => transport.close(),
     };
   }
-  const outbox = path.resolve(config.DATA_DIR, 'outbox');
+  const outbox = outboxDir(config);
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async deliver(message) {
-      const info = await transport.sendMail(message);
+      // One instant for the Date header, the file name and the summary.
+      const given = message.date === undefined ? null : new Date(message.date);
+      const date = given && !Number.isNaN(given.getTime()) ? given : new Date();
+      const info = await transport.sendMail({ ...message, date });
       await mkdir(outbox, { recursive: true });
       const id = String(info.messageId ?? Date.now()).replace(/[^A-Za-z0-9.@_-]/g, '');
-      const file = path.join(outbox, `${new Date().toISOString().replace(/[:.]/g, '-')}-${id}.eml`);
-      await writeFile(file, info.message as Buffer);
-      return file;
+      const base = path.join(outbox, `${date.toISOString().replace(/[:.]/g, '-')}-${id}`);
+      // The summary first: an .eml in the outbox has its summary (src/email/outbox-files.ts reads both).
+      await writeFile(`${base}.json`, `${JSON.stringify(summarize(message, date), null, 2)}\n`);
+      await writeFile(`${base}.eml`, info.message as Buffer);
+      return `${base}.eml`;
     },
     close: () => transport.close(),
   };
