@@ -62,7 +62,7 @@ function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
@@ -124,6 +124,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   const https = ctx.config.publicBaseUrl.startsWith('https:');
   app.addHook('onSend', async (request, reply, payload) => {
+    // Decisions §19: no answer is read as anything but the type it declares.
+    reply.header('X-Content-Type-Options', 'nosniff');
     // The create and rotate answers carry secrets, and every answer is one merchant's data.
     if (isApiPath(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
     if (https && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('Strict-Transport-Security', HSTS);

@@ -57,7 +57,11 @@ export function registerAdmin(app: FastifyInstance, ctx: AppContext): void {
         prefix: '/trpc',
         trpcOptions: {
           router: appRouter,
-          createContext: ({ req }) => ({ app: ctx, authorization: req.headers.authorization }),
+          createContext: ({ req, res }) => ({
+            app: ctx,
+            authorization: req.headers.authorization,
+            http: { address: req.ip, log: req.log, header: (name: string, value: string) => void res.header(name, value) },
+          }),
           onError: ({ error, path: procedure, req }) => {
             if (appErrorOf(error).status >= 500) req.log.error({ err: error.cause ?? error, procedure }, 'admin procedure failed');
           },

@@ -1,15 +1,22 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { initTRPC } from '@trpc/server';
+import type { FastifyBaseLogger } from 'fastify';
 import type { AppContext } from '../context.js';
 import { AppError } from '../errors.js';
 import type { DeliveryDeps } from '../webhooks/delivery.js';
 import { appErrorOf, toTRPCError } from './errors.js';
+import { adminLockedFor, recordAdminRefusal, REFUSALS_ALLOWED } from './throttle.js';
 
 /** What a call starts with: the app's dependencies and the credential the caller presented. */
 export interface AdminContext {
   app: AppContext;
   /** The Authorization header as sent; undefined when there was none. */
   authorization: string | undefined;
+  /**
+   * The HTTP request's client address, its logger and a way to set a response header; absent for
+   * in-process callers (createCaller), which no guesser can reach and so are not throttled.
+   */
+  http?: { address: string; log: Pick<FastifyBaseLogger, 'warn'>; header(name: string, value: string): void };
 }
 
 const t = initTRPC.context<AdminContext>().create({
@@ -42,13 +49,34 @@ function bearer(header: string | undefined): string | null {
   return m?.[1] ?? null;
 }
 
-const requireAdmin = t.middleware(({ ctx, next }) => {
+/** The token check: a locked address is refused before its token is looked at (decisions §19). */
+const requireAdmin = t.middleware(async ({ ctx, next }) => {
   const expected = ctx.app.config.ADMIN_TOKEN;
   // No token configured: the admin interface does not exist (the HTTP routes are not even registered).
   if (!expected) throw new AppError('route_not_found', 'No admin interface is configured.');
+  const http = ctx.http;
+  if (http) {
+    const wait = await adminLockedFor(ctx.app.sql, http.address);
+    if (wait !== null) {
+      http.header('Retry-After', String(wait));
+      throw new AppError('rate_limited', `Too many refused admin tokens from ${http.address}: try again in ${wait} seconds.`, {
+        retry: `after_seconds:${wait}`,
+      });
+    }
+  }
   const given = bearer(ctx.authorization);
-  if (given === null) throw new AppError('missing_api_key', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.');
-  if (!timingSafeEqual(digest(given), digest(expected))) throw new AppError('invalid_api_key', 'The admin token is not valid.');
+  const refusal =
+    given === null
+      ? new AppError('missing_api_key', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.')
+      : !timingSafeEqual(digest(given), digest(expected))
+        ? new AppError('invalid_api_key', 'The admin token is not valid.')
+        : null;
+  if (refusal) {
+    if (http && (await recordAdminRefusal(ctx.app.sql, http.address))) {
+      http.log.warn({ address: http.address }, `admin token refused ${REFUSALS_ALLOWED} times within a minute from ${http.address}: address locked for a minute`);
+    }
+    throw refusal;
+  }
   const deps: DeliveryDeps = ctx.app;
   return next({ ctx: { db: ctx.app.sql, deps } });
 });

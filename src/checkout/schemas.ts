@@ -1,7 +1,7 @@
 import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { clientEmail, clientName } from '../clients/schemas.js';
-import { timestamp, uuid } from '../http/schemas.js';
+import { oneLine, timestamp, uuid } from '../http/schemas.js';
 import { decimalPlaces } from '../money.js';
 
 export const checkoutStatuses = ['pending', 'completed', 'expired'] as const;
@@ -53,12 +53,12 @@ export const createCheckoutBody = z
       .string()
       .optional()
       .meta({ description: 'CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN or PEN; default the merchant base currency' }),
-    description: z.string().trim().min(1, 'must not be empty').max(1000).meta({ description: 'The line item of the invoice, shown on the payment page' }),
+    description: oneLine().trim().min(1, 'must not be empty').max(1000).meta({ description: 'The line item of the invoice, shown on the payment page' }),
     customer_email: clientEmail.meta({ description: 'The client with this e-mail (ignoring case) is reused, otherwise created' }),
     customer_name: clientName,
     success_url: redirectUrl('Where the customer is sent (303) after a successful payment', 'https://shop.example.cl/orders/1001/paid'),
     cancel_url: redirectUrl('Where the customer is sent (303) on cancel or a declined payment', 'https://shop.example.cl/orders/1001'),
-    external_reference: z.string().max(255).optional().meta({ description: "Your own reference, kept on the session and its invoice" }),
+    external_reference: oneLine().max(255).optional().meta({ description: "Your own reference, kept on the session and its invoice" }),
   })
   .meta({ id: 'CreateCheckoutRequest' });
 export type CreateCheckoutInput = z.output<typeof createCheckoutBody>;

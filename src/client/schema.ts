@@ -126,7 +126,7 @@ export interface paths {
         put?: never;
         /**
          * Send a payment reminder
-         * @description E-mails a reminder now and counts it in `reminders_sent`. Only for sent, viewed or overdue invoices.
+         * @description E-mails a reminder now and counts it in `reminders_sent`. Only for sent, viewed or overdue invoices. At most 3 per invoice in 24 hours: the next is 429 `rate_limited`, its `Retry-After` the seconds until the oldest of the three is 24 hours old (automated reminders do not count).
          *
          *     Scope: `invoices:send`.
          */
@@ -1177,6 +1177,11 @@ export interface components {
             /** @description CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN or PEN; default the merchant base currency */
             currency?: string;
             items: {
+                /**
+                 * @description One line, or up to 10 line breaks (
+                 *      or
+                 *     )
+                 */
                 description: string;
                 /** @description Default: `1` */
                 quantity?: number;
@@ -2211,6 +2216,11 @@ export interface components {
             /** @description The note's reason as the SII's RazonRef states it */
             description: string;
             items: {
+                /**
+                 * @description One line, or up to 10 line breaks (
+                 *      or
+                 *     )
+                 */
                 description: string;
                 /** @description Default: `1` */
                 quantity?: number;
@@ -4287,7 +4297,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description Replaces the body of the reminder e-mail; blank lines separate paragraphs */
+                    /**
+                     * @description Replaces the body of the reminder e-mail; blank lines separate paragraphs; at most 50 line breaks (
+                     *      or
+                     *     )
+                     */
                     custom_message?: string;
                 };
             };
@@ -4493,6 +4507,11 @@ export interface operations {
                      * @description Ignored: the payment is recorded at server time
                      */
                     paid_at?: string;
+                    /**
+                     * @description At most 50 line breaks (
+                     *      or
+                     *     )
+                     */
                     notes?: string;
                     /** @description When given, must equal the invoice total at the currency's precision */
                     payment_amount?: number;

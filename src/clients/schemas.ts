@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { normaliseTaxId } from './rut.js';
-import { link, pagingQuery, timestamp, uuid } from '../http/schemas.js';
+import { link, oneLine, oneLineCheck, pagingQuery, timestamp, uuid } from '../http/schemas.js';
 
-export const clientName = z.string().trim().min(1, 'must not be empty').max(200);
-export const clientEmail = z.email().max(254);
-export const clientRut = z
-  .string()
+export const clientName = oneLine().trim().min(1, 'must not be empty').max(200);
+export const clientEmail = z.email().max(254).superRefine(oneLineCheck);
+export const clientRut = oneLine()
   .trim()
   .max(32)
   .transform((v, ctx) => {
@@ -17,12 +16,12 @@ export const clientRut = z
     return r.value;
   })
   .meta({ description: 'Chilean RUT (12.345.678-5 or 12345678-5; stored as 12345678-5) or another tax id', example: '12.345.678-5' });
-export const clientPhone = z.string().trim().max(50);
-export const clientAddress = z.string().trim().max(500);
+export const clientPhone = oneLine().trim().max(50);
+export const clientAddress = oneLine().trim().max(500);
 // The SII's lengths for a receiver's giro, comuna and ciudad (docs/tax-documents.md).
-export const clientGiro = z.string().trim().min(1, 'must not be empty').max(40, 'at most 40 characters (the SII\'s GiroRecep)');
-export const clientComuna = z.string().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CmnaRecep)');
-export const clientCiudad = z.string().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CiudadRecep)');
+export const clientGiro = oneLine().trim().min(1, 'must not be empty').max(40, 'at most 40 characters (the SII\'s GiroRecep)');
+export const clientComuna = oneLine().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CmnaRecep)');
+export const clientCiudad = oneLine().trim().min(1, 'must not be empty').max(20, 'at most 20 characters (the SII\'s CiudadRecep)');
 
 export const createClientBody = z.strictObject({
   name: clientName,

@@ -45,15 +45,145 @@ function holderRut(cert: forge.pki.Certificate): string | null {
   return serial?.value ? normalisedRut(serial.value) : null;
 }
 
+// Real Chilean certificates use a few thousand; the count is the file's own, and forge's key
+// derivation runs on the event loop (2,000,000 held it for seconds), so it is bounded first.
+export const MAX_PKCS12_ITERATIONS = 200_000;
+
+const { Class, Type } = forge.asn1;
+
+// What @types/node-forge leaves out of the parts of forge this reads: asn1.validate with pkcs7's
+// EncryptedData schema, and pbe.getCipher (the cipher forge itself decrypts a PBE block with).
+interface EncryptedDataCapture {
+  encAlgorithm?: string;
+  encParameter?: forge.asn1.Asn1;
+  encryptedContentAsn1?: forge.asn1.Asn1;
+}
+const forgeAsn1 = forge.asn1 as typeof forge.asn1 & { validate(obj: forge.asn1.Asn1, schema: unknown, capture: object, errors: unknown[]): boolean };
+const encryptedDataSchema = (forge.pkcs7 as unknown as { asn1: { encryptedDataValidator: unknown } }).asn1.encryptedDataValidator;
+const pbeCipher = (forge.pki as unknown as { pbe: { getCipher(oid: string, params: forge.asn1.Asn1, password: string): forge.cipher.BlockCipher } }).pbe.getCipher;
+
+/** An INTEGER's value, unsigned as forge reads iteration counts; null when it is not an INTEGER. */
+function integerValue(node: forge.asn1.Asn1 | undefined): bigint | null {
+  if (!node || node.tagClass !== Class.UNIVERSAL || node.type !== Type.INTEGER || typeof node.value !== 'string') return null;
+  const hex = Buffer.from(node.value, 'binary').toString('hex');
+  return hex ? BigInt(`0x${hex}`) : 0n;
+}
+
+function boundedCount(node: forge.asn1.Asn1 | undefined, where: string): void {
+  const count = integerValue(node);
+  if (count === null || count <= BigInt(MAX_PKCS12_ITERATIONS)) return;
+  const shown = count.toString().length > 24 ? `a ${count.toString(2).length}-bit number` : count.toLocaleString('en-US');
+  throw new CertificateError(
+    `the PKCS#12 file asks for ${shown} key-derivation iterations (${where}); at most ${MAX_PKCS12_ITERATIONS.toLocaleString('en-US')} are accepted`,
+  );
+}
+
+const children = (node: forge.asn1.Asn1 | undefined): forge.asn1.Asn1[] => (node && Array.isArray(node.value) ? node.value : []);
+
+/** An OCTET STRING's bytes, its BER chunks joined as forge's _decodePkcs7Data does. */
+function octets(node: forge.asn1.Asn1 | undefined): string | null {
+  if (!node) return null;
+  if (typeof node.value === 'string') return node.value;
+  return children(node)
+    .map((c) => (typeof c.value === 'string' ? c.value : ''))
+    .join('');
+}
+
+const oidOf = (node: forge.asn1.Asn1 | undefined): string | null =>
+  node && node.tagClass === Class.UNIVERSAL && node.type === Type.OID && typeof node.value === 'string' ? forge.asn1.derToOid(node.value) : null;
+
 /**
- * The key and certificate of a PKCS#12 file. A wrong password, a file that is not PKCS#12, or
- * one without an RSA key and its certificate is a CertificateError saying which.
+ * The iteration counts of a PBE AlgorithmIdentifier's parameters, where forge's pbe reads them:
+ * PBES2's PBKDF2-params (salt, iterationCount, keyLength?) and pkcs-12PbeParams (salt, iterations).
+ */
+function boundedPbe(oid: string | null, params: forge.asn1.Asn1 | undefined, where: string): void {
+  if (oid === forge.pki.oids.pkcs5PBES2) {
+    const kdfParams = children(children(params)[0])[1];
+    for (const c of children(kdfParams)) boundedCount(c, where);
+  } else {
+    // pkcs-12PbeParams, and any other scheme's parameters that carry a count where these do.
+    for (const c of children(params)) boundedCount(c, where);
+  }
+}
+
+/** Every count in a SafeContents (a SEQUENCE OF SafeBag): each shrouded key bag's. */
+function boundedSafeContents(ber: string): void {
+  let safeContents: forge.asn1.Asn1;
+  try {
+    safeContents = forge.asn1.fromDer(ber, false);
+  } catch {
+    return; // forge refuses it in its turn
+  }
+  for (const bag of children(safeContents)) {
+    const [bagId, bagValue] = children(bag);
+    if (oidOf(bagId) !== forge.pki.oids.pkcs8ShroudedKeyBag) continue;
+    // EncryptedPrivateKeyInfo: SEQUENCE { AlgorithmIdentifier { oid, params }, OCTET STRING }
+    const [algorithm] = children(children(bagValue)[0]);
+    const [oid, params] = children(algorithm);
+    boundedPbe(oidOf(oid), params, 'shrouded key bag');
+  }
+}
+
+/**
+ * Refuses a PFX that asks for more than MAX_PKCS12_ITERATIONS in any key derivation forge would
+ * run on it: the MacData's, each EncryptedData content's, each shrouded key bag's (those inside an
+ * EncryptedData too, read once its own, bounded, count has decrypted it). Anything not shaped as
+ * forge expects is left for forge to refuse.
+ */
+function assertIterationsBounded(pfx: forge.asn1.Asn1, password: string): void {
+  const [, authSafe, ...rest] = children(pfx);
+  for (const macData of rest) {
+    // MacData: SEQUENCE { DigestInfo, macSalt OCTET STRING, iterations INTEGER DEFAULT 1 }
+    for (const c of children(macData)) boundedCount(c, 'MAC');
+  }
+  const [contentType, content] = children(authSafe);
+  if (oidOf(contentType) !== forge.pki.oids.data) return;
+  const authSafeBer = octets(children(content)[0]);
+  if (authSafeBer === null) return;
+  let contentInfos: forge.asn1.Asn1;
+  try {
+    contentInfos = forge.asn1.fromDer(authSafeBer, false);
+  } catch {
+    return;
+  }
+  for (const contentInfo of children(contentInfos)) {
+    const [type, wrapped] = children(contentInfo);
+    const data = children(wrapped)[0];
+    const oid = oidOf(type);
+    if (oid === forge.pki.oids.data) {
+      const ber = octets(data);
+      if (ber !== null) boundedSafeContents(ber);
+    } else if (oid === forge.pki.oids.encryptedData) {
+      const capture: EncryptedDataCapture = {};
+      if (!data || !forgeAsn1.validate(data, encryptedDataSchema, capture, []) || !capture.encAlgorithm || !capture.encParameter) continue;
+      const encOid = forge.asn1.derToOid(capture.encAlgorithm);
+      boundedPbe(encOid, capture.encParameter, 'encrypted content');
+      // Its count is bounded now; decrypting shows the bags inside, whose counts forge reads next.
+      try {
+        const cipher = pbeCipher(encOid, capture.encParameter, password);
+        cipher.update(forge.util.createBuffer(octets(capture.encryptedContentAsn1) ?? ''));
+        if (cipher.finish()) boundedSafeContents(cipher.output.getBytes());
+      } catch (err) {
+        if (err instanceof CertificateError) throw err;
+        // a wrong password or an unsupported scheme: forge says which in its turn
+      }
+    }
+  }
+}
+
+/**
+ * The key and certificate of a PKCS#12 file. A wrong password, a file that is not PKCS#12, one
+ * asking for more than MAX_PKCS12_ITERATIONS in a key derivation (decisions §19), or one without
+ * an RSA key and its certificate is a CertificateError saying which.
  */
 export function readPkcs12(file: Buffer, password: string): SigningIdentity {
   let p12: forge.pkcs12.Pkcs12Pfx;
   try {
-    p12 = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(file.toString('binary')), false, password);
+    const pfx = forge.asn1.fromDer(file.toString('binary'));
+    assertIterationsBounded(pfx, password);
+    p12 = forge.pkcs12.pkcs12FromAsn1(pfx, false, password);
   } catch (err) {
+    if (err instanceof CertificateError) throw err;
     const message = err instanceof Error ? err.message : '';
     // forge names a wrong password only by what it does to the MAC or the decrypted structure.
     if (/mac|password|decrypt|invalid/i.test(message)) throw new CertificateError('the password does not open this PKCS#12 file');

@@ -1,11 +1,10 @@
 // Credit and debit notes (docs/tax-documents.md): what the routes take and what they answer.
 import { z } from 'zod';
-import { link, timestamp, uuid } from '../http/schemas.js';
+import { link, oneLine, timestamp, uuid } from '../http/schemas.js';
 import { documentReference, documentReferenceInput, invoiceItemInput, MAX_NOTE_REFERENCES } from './schemas.js';
 
 // The SII's RazonRef: the reason a note gives for modifying its document.
-const noteDescription = z
-  .string()
+const noteDescription = oneLine()
   .trim()
   .min(1, 'must not be empty')
   .max(90, "at most 90 characters (the SII's RazonRef)")
@@ -31,7 +30,7 @@ export const createCreditNoteBody = z
       }),
       z.strictObject({
         reason: z.literal('correct_text').meta({ description: 'CodRef 2: corrects a text of the invoice (e.g. the giro); amounts 0' }),
-        corrected_text: z.string().trim().min(1, 'must not be empty').max(1000).meta({ description: 'The text as it should read: the note\'s one line' }),
+        corrected_text: oneLine().trim().min(1, 'must not be empty').max(1000).meta({ description: 'The text as it should read: the note\'s one line' }),
         description: noteDescription.optional().meta({ description: 'Default "Corrige texto"' }),
         references: noteReferences,
       }),

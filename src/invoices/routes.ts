@@ -163,7 +163,8 @@ export const invoiceRoutes = [
     path: '/invoices/:invoice_id/remind',
     operationId: 'remindInvoice',
     summary: 'Send a payment reminder',
-    description: 'E-mails a reminder now and counts it in `reminders_sent`. Only for sent, viewed or overdue invoices.',
+    description:
+      'E-mails a reminder now and counts it in `reminders_sent`. Only for sent, viewed or overdue invoices. At most 3 per invoice in 24 hours: the next is 429 `rate_limited`, its `Retry-After` the seconds until the oldest of the three is 24 hours old (automated reminders do not count).',
     tag: 'Invoices',
     scope: 'invoices:send',
     params: s.invoiceIdParams,

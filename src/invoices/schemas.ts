@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { decimalPlaces } from '../money.js';
 import { createClientBody } from '../clients/schemas.js';
-import { link, pagingQuery, timestamp, uuid } from '../http/schemas.js';
+import { link, multiLine, oneLine, oneLineCheck, pagingQuery, timestamp, uuid } from '../http/schemas.js';
 
 export const invoiceStatuses = ['draft', 'sent', 'viewed', 'paid', 'overdue', 'cancelled'] as const;
 export type InvoiceStatus = (typeof invoiceStatuses)[number];
@@ -38,7 +38,7 @@ function oneDiscount(v: { discount_percent?: number | undefined; discount_amount
 
 export const invoiceItemInput = z
   .strictObject({
-    description: z.string().trim().min(1, 'must not be empty').max(1000),
+    description: multiLine(10).trim().min(1, 'must not be empty').max(1000).meta({ description: 'One line, or up to 10 line breaks (\n or \r\n)' }),
     quantity: z
       .number()
       .gt(0)
@@ -56,7 +56,7 @@ export const globalDiscountInput = z
   .strictObject({
     percent: discountPercent.optional(),
     amount: discountAmount.optional().meta({ description: 'At most the sum of the taxable lines (of the exempt ones on an is_tax_exempt invoice)' }),
-    description: z.string().trim().min(1, 'must not be empty').max(45, "at most 45 characters (the SII's GlosaDR)").optional(),
+    description: oneLine().trim().min(1, 'must not be empty').max(45, "at most 45 characters (the SII's GlosaDR)").optional(),
   })
   .superRefine((v, ctx) => {
     if ((v.percent === undefined) === (v.amount === undefined)) ctx.addIssue({ code: 'custom', path: ['percent'], message: 'give percent or amount, exactly one' });
@@ -75,18 +75,18 @@ const REFERENCE_TYPES = new Set([
 export const documentReferenceInput = z
   .strictObject({
     type: z
-      .union([z.string(), z.number().int()], { message: 'must be a string or an integer' })
+      .union([z.string().superRefine(oneLineCheck), z.number().int()], { message: 'must be a string or an integer' })
       .transform((v) => String(v).trim().toUpperCase())
       .refine((v) => REFERENCE_TYPES.has(v), "must be one of the SII's reference types: 801 (orden de compra), 802 (nota de pedido), 803 (contrato), 804–815, 820, HES, HEM, SET or a tax document's type such as 33, 52 or 61")
       .meta({ description: "The SII's TpoDocRef: 801 orden de compra, 802 nota de pedido, 803 contrato, HES, HEM, SET (a certification case) or a DTE type", example: '801' }),
     folio: z
-      .union([z.string(), z.number().int().min(0)], { message: 'must be a string or an integer' })
+      .union([z.string().superRefine(oneLineCheck), z.number().int().min(0)], { message: 'must be a string or an integer' })
       .transform((v) => String(v).trim())
       .refine((v) => /^[0-9A-Za-z-]{1,18}$/.test(v), 'must be 1 to 18 letters, digits or dashes')
       .optional()
       .meta({ description: 'The referenced document\'s number; "0" by default for SET, required otherwise' }),
     date: isoDate.optional().meta({ description: "The referenced document's date; default the issue date" }),
-    reason: z.string().trim().min(1, 'must not be empty').max(90, "at most 90 characters (the SII's RazonRef)").optional(),
+    reason: oneLine().trim().min(1, 'must not be empty').max(90, "at most 90 characters (the SII's RazonRef)").optional(),
   })
   .superRefine((v, ctx) => {
     if (v.folio === undefined && v.type !== 'SET') ctx.addIssue({ code: 'custom', path: ['folio'], message: 'is required (only a SET reference defaults it to "0")' });
@@ -123,7 +123,7 @@ export const createInvoiceBody = z
     items: z.array(invoiceItemInput).min(1, 'at least 1 item').max(200, 'at most 200 items'),
     global_discount: globalDiscountInput.optional(),
     references: z.array(documentReferenceInput).max(MAX_INVOICE_REFERENCES, `at most ${MAX_INVOICE_REFERENCES} references`).default([]),
-    external_reference: z.string().max(255).optional(),
+    external_reference: oneLine().max(255).optional(),
     send_immediately: z.boolean().default(false),
     locale: locale.optional().meta({ description: "Language of PDF and e-mail; default the merchant's (es)" }),
   })
@@ -296,8 +296,8 @@ export const sendResult = z
   .meta({ id: 'InvoiceSent' });
 
 export const remindBody = z.strictObject({
-  custom_message: z.string().trim().min(1, 'must not be empty').max(5000).optional().meta({
-    description: 'Replaces the body of the reminder e-mail; blank lines separate paragraphs',
+  custom_message: multiLine(50).trim().min(1, 'must not be empty').max(5000).optional().meta({
+    description: 'Replaces the body of the reminder e-mail; blank lines separate paragraphs; at most 50 line breaks (\n or \r\n)',
   }),
 });
 
@@ -306,9 +306,9 @@ export const reminderResource = z
   .meta({ id: 'Reminder' });
 
 export const markPaidBody = z.strictObject({
-  payment_method: z.string().trim().min(1).max(100).optional().meta({ description: 'Informational, e.g. transfer' }),
+  payment_method: oneLine().trim().min(1).max(100).optional().meta({ description: 'Informational, e.g. transfer' }),
   paid_at: z.string().max(100).optional().meta({ description: 'Ignored: the payment is recorded at server time', deprecated: true }),
-  notes: z.string().max(1000).optional(),
+  notes: multiLine(50).max(1000).optional().meta({ description: 'At most 50 line breaks (\n or \r\n)' }),
   payment_amount: z
     .number()
     .gt(0)
@@ -328,7 +328,7 @@ export const markPaidResult = z
   .meta({ id: 'InvoicePaid' });
 
 export const cancelBody = z.strictObject({
-  reason: z.string().trim().max(500).optional(),
+  reason: oneLine().trim().max(500).optional(),
 });
 
 export const cancelResult = z

@@ -78,6 +78,21 @@ export interface ReminderRow {
   sent_at: Date;
 }
 
+/**
+ * When the invoice has had `cap` manual reminders since `since`: the time of the one whose
+ * passing out of the window lets the next through (the `cap`-th most recent). Null when under the
+ * cap. Automated reminders are not counted. The caller holds the invoice row (lockInvoice), so
+ * two concurrent reminders cannot both count the same total.
+ */
+export async function manualReminderCapHit(db: Queryable, merchantId: string, id: string, since: Date, cap: number): Promise<Date | null> {
+  const rows = await db<{ sent_at: Date }[]>`
+    SELECT sent_at FROM reminders
+     WHERE merchant_id = ${merchantId} AND invoice_id = ${id} AND kind = 'manual' AND sent_at > ${since}
+     ORDER BY sent_at DESC
+    OFFSET ${cap - 1} LIMIT 1`;
+  return rows[0]?.sent_at ?? null;
+}
+
 /** Null when this point of the automated schedule already has its reminder. */
 export async function insertReminder(
   db: Queryable,

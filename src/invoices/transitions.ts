@@ -93,6 +93,28 @@ export async function viewInvoice(db: Queryable, token: string, deps: Pick<Invoi
 const AUTOMATED_REMINDER_OFFSETS = [-3, 0, 7] as const;
 const AUTOMATED_REMINDER_HOUR = '09:00';
 
+// Decisions §19: reminders are not a relay. At most this many manual reminders per invoice in a day.
+const MANUAL_REMINDER_CAP = 3;
+const MANUAL_REMINDER_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The 429 for a manual reminder over the cap, its wait the seconds until the oldest of the last
+ * three is a day old. The invoice row is locked first, so concurrent reminders are counted one
+ * after the other and two fourths cannot both pass; a refused one rolls back and is not counted.
+ * An invoice that cannot be reminded at all is left to the transition's own 404/409.
+ */
+async function checkManualReminderCap(db: Queryable, merchantId: string, id: string, now: Date): Promise<void> {
+  const status = await q.lockInvoice(db, merchantId, id);
+  if (!status || !(q.OPEN_STATUSES as readonly string[]).includes(status)) return;
+  const since = new Date(now.getTime() - MANUAL_REMINDER_WINDOW_MS);
+  const oldest = await q.manualReminderCapHit(db, merchantId, id, since, MANUAL_REMINDER_CAP);
+  if (!oldest) return;
+  const wait = Math.max(1, Math.ceil((oldest.getTime() + MANUAL_REMINDER_WINDOW_MS - now.getTime()) / 1000));
+  throw new AppError('rate_limited', `At most ${MANUAL_REMINDER_CAP} manual reminders of one invoice may be sent in 24 hours.`, {
+    retry: `after_seconds:${wait}`,
+  });
+}
+
 /**
  * A reminder (manual or one point of the automated schedule): counted on the invoice, recorded,
  * e-mailed and announced, all in the caller's transaction. Null when that automated point was
@@ -106,6 +128,7 @@ async function recordReminder(
   deps: InvoiceDeps,
 ) {
   const now = clock.now();
+  if (opts.scheduleOffset === null) await checkManualReminderCap(db, merchantId, id, now);
   const row = await q.incrementReminders(db, merchantId, id, now);
   if (!row) throw await explainRejection(db, merchantId, id, 'remind');
   const reminder = await q.insertReminder(db, {

@@ -4,7 +4,7 @@ import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { newId, randomBase62 } from '../ids.js';
-import { iso } from '../http/schemas.js';
+import { iso, multiLine, oneLine } from '../http/schemas.js';
 import { hashApiKey } from '../http/auth.js';
 import { scopes } from '../http/scopes.js';
 import { currencies } from '../money.js';
@@ -25,7 +25,7 @@ const cidr = z.string().refine((v) => {
 }, 'must be an IP address or CIDR range');
 
 export const createMerchantInput = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: oneLine().trim().min(1).max(200),
   email: z.email().max(254),
   base_currency: z.enum(Object.keys(currencies) as [keyof typeof currencies]).default('CLP'),
   payment_provider: z.enum(paymentProviders).nullable().default(null),
@@ -38,10 +38,11 @@ export const createKeyInput = z.strictObject({
   rate_limit: z.number().int().positive().nullable().default(null),
 });
 
-const line = (max: number) => z.string().trim().min(1).max(max);
+// One line of text each (decisions §19): the documents print them.
+const line = (max: number) => oneLine().trim().min(1).max(max);
 
 /** A Chilean RUT with a valid check digit, with or without dots; kept as `76086428-5`, as a client's is. */
-const rut = z.string().trim().refine(looksLikeRut, 'must be a RUT such as 76.086.428-5').pipe(clientRut);
+const rut = oneLine().trim().refine(looksLikeRut, 'must be a RUT such as 76.086.428-5').pipe(clientRut);
 
 /**
  * The issuer's legal profile (decisions §15; issue: documents carry the issuer's legal data). The
@@ -52,7 +53,7 @@ export const taxProfileInput = z.strictObject({
   rut,
   razon_social: line(200),
   giro: line(200),
-  acteco: z.string().trim().regex(/^\d{5,6}$/, 'must be the 5 or 6 digits of an SII activity code').nullable().default(null),
+  acteco: oneLine().trim().regex(/^\d{5,6}$/, 'must be the 5 or 6 digits of an SII activity code').nullable().default(null),
   direccion: line(200),
   comuna: line(100),
   ciudad: line(100),
@@ -61,8 +62,8 @@ export const taxProfileInput = z.strictObject({
   sii_env: z.enum(['certificacion', 'produccion']).nullable().default(null),
 });
 
-/** Free text the hosted invoice page shows when the merchant cannot take payments online (decisions §11). */
-export const paymentInstructionsInput = z.string().trim().min(1).max(2000).nullable();
+/** Free text the hosted invoice page shows when the merchant cannot take payments online (decisions §11); at most 50 line breaks (§19). */
+export const paymentInstructionsInput = multiLine(50).trim().min(1).max(2000).nullable();
 
 
 function taxProfileView(m: q.MerchantRow) {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp, uuid } from '../http/schemas.js';
+import { oneLine, timestamp, uuid } from '../http/schemas.js';
 import { eventTypeNames } from '../events/emit.js';
 
 export const eventType = z.enum(eventTypeNames, { message: `must be one of: ${eventTypeNames.join(', ')}` });
@@ -7,7 +7,7 @@ export const eventType = z.enum(eventTypeNames, { message: `must be one of: ${ev
 // The https rule and the address checks answer 400 webhook_endpoint_invalid (decisions §10),
 // so the schema only bounds the string.
 const endpointUrl = z.string().trim().min(1).max(2048).meta({ description: 'https:// URL that receives the events; its host must resolve to a public address', example: 'https://example.com/webhooks/invoicing' });
-const description = z.string().trim().max(500);
+const description = oneLine().trim().max(500);
 const events = z
   .array(eventType)
   .max(eventTypeNames.length * 2)

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { clock } from '../../src/clock.js';
 import { readBody, sendJson } from './standin-http.js';
 
 export const MP_ACCESS_TOKEN = 'APP_USR-stand-in-access-token';
@@ -64,15 +65,18 @@ export async function startMercadoPagoStandIn(t: { teardown(fn: () => unknown): 
     return { ...p, status_detail: detail, payment_type_id: 'credit_card', payment_method_id: 'visa' };
   }
 
-  /** Sends the payment's notification, signed with `secret`; our app's HTTP status. */
-  async function notify(paymentId: number, opts: { secret?: string } = {}): Promise<number> {
+  /**
+   * Sends the payment's notification, signed with `secret` at `ts` (default: now on our app's clock,
+   * in milliseconds, as Mercado Pago sends it); our app's HTTP status.
+   */
+  async function notify(paymentId: number, opts: { secret?: string; ts?: string } = {}): Promise<number> {
     const p = payments.get(paymentId)!;
     const pref = preferences.get(p.preference_id)!;
     const url = new URL(pref.body.notification_url);
     url.searchParams.set('data.id', String(paymentId));
     url.searchParams.set('type', 'payment');
     const requestId = randomUUID();
-    const ts = String(Date.now());
+    const ts = opts.ts ?? String(clock.now().getTime());
     const manifest = `id:${paymentId};request-id:${requestId};ts:${ts};`;
     const v1 = createHmac('sha256', opts.secret ?? state.webhookSecret).update(manifest).digest('hex');
     const body = JSON.stringify({

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { MercadoPagoConfig, Payment, Preference } from 'mercadopago';
 import { AppConfig } from 'mercadopago/dist/utils/config/index.js';
+import { clock } from '../../clock.js';
 import { Decimal } from '../../money.js';
 import { ProviderError, type Credentials, type Notification, type PaymentProvider, type PaymentResult } from './provider.js';
 
@@ -40,6 +41,16 @@ function signatureParts(header: string): Map<string, string> {
       return i > 0 ? [[part.slice(0, i).trim(), part.slice(i + 1).trim()] as [string, string]] : [];
     }),
   );
+}
+
+// A signed notification is good this long either side of our clock (decisions §19): one captured
+// on the way cannot be replayed later, and a clock a few minutes off still verifies.
+const SIGNATURE_FRESH_MS = 10 * 60_000;
+
+/** `ts` as an instant: seconds, or milliseconds when it has 13 digits; null when it is neither. */
+function signedAt(ts: string): number | null {
+  if (!/^\d{1,13}$/.test(ts)) return null;
+  return ts.length === 13 ? Number(ts) : Number(ts) * 1000;
 }
 
 const STATUS: Record<string, PaymentResult['status']> = { approved: 'succeeded', rejected: 'failed', cancelled: 'failed' };
@@ -101,6 +112,8 @@ export function mercadoPagoProvider(): PaymentProvider {
       const ts = parts.get('ts');
       const v1 = parts.get('v1');
       if (!ts || !v1) return false;
+      const at = signedAt(ts);
+      if (at === null || Math.abs(clock.now().getTime() - at) > SIGNATURE_FRESH_MS) return false;
       // Mercado Pago's manifest: an alphanumeric id lowercased, a part left out when its value is absent.
       const id = /^[a-z0-9]+$/i.test(n.dataId) ? n.dataId.toLowerCase() : n.dataId;
       const manifest = `id:${id};${n.requestId ? `request-id:${n.requestId};` : ''}ts:${ts};`;
