@@ -37,14 +37,21 @@ t.test('invoice PDF in Unicode', async (t) => {
     }
   });
 
-  t.test('a character the font lacks degrades, and control characters become spaces', async (t) => {
+  t.test('a character the font lacks degrades, a soft hyphen goes; a control character never reaches it', async (t) => {
     const pdf = await pdfOf(h, key, {
       client: { name: 'Zoë Őrs 東京 Ltd.', email: 'zoe@example.com' },
-      items: [{ description: 'Line\twith tab – “quotes” € ½ x\u00ADy', quantity: 1, unit_price: 1000 }],
+      items: [{ description: 'Line with – “quotes” € ½ x\u00ADy', quantity: 1, unit_price: 1000 }],
     });
     const text = await pdfToText(pdf);
     t.ok(text.includes('Zoë Őrs ?? Ltd.'), 'letters the font has print; CJK (not in DejaVu Sans) is "?"');
-    t.ok(text.includes('Line with tab – “quotes” € ½ xy'), 'a tab prints as a space, a soft hyphen goes');
+    t.ok(text.includes('Line with – “quotes” € ½ xy'), 'a soft hyphen goes');
+    // Decisions §19: text fields carry text, so a tab is refused before any document has it.
+    const refused = await h.api('POST', '/invoices', {
+      key,
+      body: { client: { name: 'Tab', email: 'tab@example.com' }, due_date: '2099-12-31', items: [{ description: 'Line\twith tab', unit_price: 1000 }] },
+    });
+    t.equal(refused.status, 422);
+    t.equal(refused.body.details.errors[0].path, 'items[0].description');
   });
 
   t.test('the font is embedded as a subset: the document stays small', async (t) => {
