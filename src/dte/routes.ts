@@ -2,6 +2,19 @@ import { defineRoute } from '../http/route.js';
 import { invoiceIdParams } from '../invoices/schemas.js';
 import { invoiceDteXml } from './service.js';
 
+/** A signed EnvioDTE as a download: the invoice's and each note's. */
+export function dteXmlAnswer(xml: { content: Buffer; filename: string }) {
+  return {
+    status: 200,
+    body: xml.content,
+    headers: {
+      'content-type': 'application/xml; charset=ISO-8859-1',
+      'content-disposition': `attachment; filename="${xml.filename}"`,
+      'content-length': String(xml.content.length),
+    },
+  };
+}
+
 export const dteRoutes = [
   defineRoute({
     method: 'GET',
@@ -15,17 +28,6 @@ export const dteRoutes = [
     params: invoiceIdParams,
     response: { status: 200, description: 'The signed EnvioDTE', contentType: 'application/xml; charset=ISO-8859-1' },
     errors: ['invoice_not_found', 'dte_not_found'],
-    handler: async ({ params, auth, db }) => {
-      const xml = await invoiceDteXml(db, auth.merchant.id, params.invoice_id);
-      return {
-        status: 200,
-        body: xml.content,
-        headers: {
-          'content-type': 'application/xml; charset=ISO-8859-1',
-          'content-disposition': `attachment; filename="${xml.filename}"`,
-          'content-length': String(xml.content.length),
-        },
-      };
-    },
+    handler: async ({ params, auth, db }) => dteXmlAnswer(await invoiceDteXml(db, auth.merchant.id, params.invoice_id)),
   }),
 ];

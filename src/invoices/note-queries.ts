@@ -41,19 +41,10 @@ export async function takeNoteNumber(db: Queryable, merchantId: string, kind: No
   return `${NOTE_PREFIX[kind]}${row!.last_number.padStart(6, '0')}`;
 }
 
-export interface NewNote {
-  id: string;
-  merchant_id: string;
-  invoice_id: string;
-  kind: NoteKind;
-  number: string;
-  reason: CreditNoteReason | DebitNoteReason;
-  description: string;
-  cancels_note_id: string | null;
-  references: DocumentReference[];
+/** A note to insert: what it is, and its amounts as note-amounts.ts works them out. */
+export type NewNote = Pick<NoteRow, 'id' | 'merchant_id' | 'invoice_id' | 'kind' | 'number' | 'reason' | 'description' | 'cancels_note_id' | 'references' | 'created_at'> & {
   amounts: NoteAmounts;
-  created_at: Date;
-}
+};
 
 const noteSelect = (db: Queryable) => db`
   n.*, i.currency,

@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/route.js';
-import type { NoteKind } from './note-queries.js';
+import { dteXmlAnswer } from '../dte/routes.js';
 import * as s from './note-schemas.js';
 import * as notes from './notes.js';
 import { invoiceDeps } from './routes.js';
@@ -9,19 +9,6 @@ import { invoiceIdParams } from './schemas.js';
 
 const NOTE_ERRORS = ['invoice_not_found', 'invoice_invalid_state', 'invoice_already_paid', 'merchant_misconfigured', 'idempotency_conflict'] as const;
 
-/** The note's signed EnvioDTE as a download. */
-async function dteDownload(db: Parameters<typeof notes.noteDteXml>[0], merchantId: string, kind: NoteKind, id: string) {
-  const xml = await notes.noteDteXml(db, merchantId, kind, id);
-  return {
-    status: 200,
-    body: xml.content,
-    headers: {
-      'content-type': 'application/xml; charset=ISO-8859-1',
-      'content-disposition': `attachment; filename="${xml.filename}"`,
-      'content-length': String(xml.content.length),
-    },
-  };
-}
 
 export const noteRoutes = [
   defineRoute({
@@ -85,7 +72,7 @@ export const noteRoutes = [
     params: s.creditNoteIdParams,
     response: { status: 200, description: 'The signed EnvioDTE', contentType: 'application/xml; charset=ISO-8859-1' },
     errors: ['credit_note_not_found', 'dte_not_found'],
-    handler: async ({ params, auth, db }) => dteDownload(db, auth.merchant.id, 'credit', params.credit_note_id),
+    handler: async ({ params, auth, db }) => dteXmlAnswer(await notes.noteDteXml(db, auth.merchant.id, 'credit', params.credit_note_id)),
   }),
   defineRoute({
     method: 'POST',
@@ -167,6 +154,6 @@ export const noteRoutes = [
     params: s.debitNoteIdParams,
     response: { status: 200, description: 'The signed EnvioDTE', contentType: 'application/xml; charset=ISO-8859-1' },
     errors: ['debit_note_not_found', 'dte_not_found'],
-    handler: async ({ params, auth, db }) => dteDownload(db, auth.merchant.id, 'debit', params.debit_note_id),
+    handler: async ({ params, auth, db }) => dteXmlAnswer(await notes.noteDteXml(db, auth.merchant.id, 'debit', params.debit_note_id)),
   }),
 ];
