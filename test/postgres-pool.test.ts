@@ -138,6 +138,34 @@ t.test('a reserved connection that died is not handed back to the pool on releas
   t.same(await nextThree(pool), ['ok', 'ok', 'ok'], 'every later query is served');
 });
 
+t.test("a transaction whose backend died sends nothing to the next transaction on the same connection", async (t) => {
+  const { db, pool } = await poolOfOne(t);
+  await db.sql`CREATE TABLE marks (n int PRIMARY KEY)`;
+  let resume!: () => void;
+  const paused = new Promise<void>((resolve) => (resume = resolve));
+  const stale = pool.begin(async (tx) => {
+    const [row] = await tx<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+    await db.sql`SELECT pg_terminate_backend(${row!.pid})`;
+    // The callback goes on after its connection closed, as a request's code does while it awaits
+    // something else; meanwhile the pool reconnects that connection for another transaction.
+    await paused;
+    const late = await outcome(tx`INSERT INTO marks VALUES (1)`);
+    t.equal(late, 'CONNECTION_CLOSED', 'its next statement is refused, not sent to the new backend');
+    throw new Error('the request fails');
+  });
+  t.equal(await outcome(stale), 'CONNECTION_CLOSED', 'the transaction fails as its connection closes');
+  const other = pool.begin(async (tx) => {
+    await tx`INSERT INTO marks VALUES (2)`;
+    // Unpatched, the stale callback's INSERT and then its ROLLBACK run on this transaction.
+    resume();
+    await sleep(200);
+    await tx`INSERT INTO marks VALUES (3)`;
+  });
+  t.equal(await outcome(other), 'ok', 'the other transaction commits');
+  const rows = await db.sql<{ n: number }[]>`SELECT n FROM marks ORDER BY n`;
+  t.same(rows.map((r) => r.n), [2, 3], 'with its own rows only');
+});
+
 t.test('a query sent between a socket error and the close is answered, not left hanging', async (t) => {
   const { db, pool } = await poolOfOne(t);
   // Whether the query reaches the connection between its socket's error and its close depends

@@ -18,7 +18,7 @@ export interface PatchedPackage {
   marks: ReadonlyArray<readonly [file: string, mark: string]>;
 }
 
-/** postgres.js: four faults and its write batching (patches/postgres+3.4.9.patch). */
+/** postgres.js: five faults and its write batching (patches/postgres+3.4.9.patch). */
 export const POSTGRES_JS: PatchedPackage = {
   name: 'postgres',
   label: 'postgres.js',
@@ -29,6 +29,7 @@ export const POSTGRES_JS: PatchedPackage = {
     ['src/index.js', 'invoicing: release only a reserved connection (porsager/postgres#1199)'],
     ['src/connection.js', 'invoicing: no answer pending on a new backend (porsager/postgres#1223)'],
     ['src/connection.js', 'invoicing: reject what is still pending, error or not (porsager/postgres#1223)'],
+    ['src/index.js', 'invoicing: a transaction whose connection closed sends nothing more on it (porsager/postgres#1216, #1186)'],
   ],
 };
 
