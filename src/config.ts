@@ -62,6 +62,10 @@ export const configSchema = z.object({
   // Decisions §15: where SII's web services are. Unset: each merchant's environment picks
   // maullin.sii.cl (certificación) or palena.sii.cl (producción); tests point it at a stand-in.
   SII_BASE_URL: z.url().optional(),
+  // Decisions §20: the SII's boleta REST service (seed, token, status) and its upload host. Unset:
+  // apicert.sii.cl and pangal.sii.cl (certificación) or api.sii.cl and rahue.sii.cl (producción).
+  SII_BOLETA_API_URL: z.url().optional(),
+  SII_BOLETA_UPLOAD_URL: z.url().optional(),
   // Unset: the admin router and console answer 404, as if they did not exist.
   ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
 });

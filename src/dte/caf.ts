@@ -3,7 +3,7 @@
 import { createPrivateKey, verify, X509Certificate } from 'node:crypto';
 import { flat, latin1Bytes, parseFlat } from './xml.js';
 
-export const DTE_TYPES = [33, 34, 56, 61] as const;
+export const DTE_TYPES = [33, 34, 39, 41, 56, 61] as const;
 export type DteType = (typeof DTE_TYPES)[number];
 
 export interface Caf {

@@ -22,6 +22,8 @@ export class SiiError extends Error {
   constructor(
     message: string,
     readonly delivered: boolean,
+    /** The HTTP status SII answered with, when it answered at all. */
+    readonly status: number | null = null,
   ) {
     super(message);
   }
@@ -32,7 +34,7 @@ export class SiiTokenError extends SiiError {}
 
 const REFUSED = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH/;
 
-async function call(url: string, init: RequestInit): Promise<string> {
+export async function call(url: string, init: RequestInit): Promise<string> {
   let res: Response;
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
@@ -47,12 +49,12 @@ async function call(url: string, init: RequestInit): Promise<string> {
     throw new SiiError(`SII's answer from ${url} was cut: ${(err as Error).message}`, true);
   }
   // 502/503/504 come from SII's front servers before the service took anything.
-  if ([502, 503, 504].includes(res.status)) throw new SiiError(`SII answered ${res.status} at ${url}`, false);
-  if (!res.ok) throw new SiiError(`SII answered ${res.status} at ${url}`, true);
+  if ([502, 503, 504].includes(res.status)) throw new SiiError(`SII answered ${res.status} at ${url}`, false, res.status);
+  if (!res.ok) throw new SiiError(`SII answered ${res.status} at ${url}`, true, res.status);
   return body;
 }
 
-function parse(xml: string, what: string): Element {
+export function parse(xml: string, what: string): Element {
   let root: Element | null = null;
   try {
     root = new DOMParser({ onError: () => {} }).parseFromString(xml, 'text/xml').documentElement;
@@ -63,7 +65,7 @@ function parse(xml: string, what: string): Element {
   return root;
 }
 
-function text(root: Element, localName: string): string | null {
+export function text(root: Element, localName: string): string | null {
   const el = Array.from(root.getElementsByTagNameNS('*', localName))[0] ?? Array.from(root.getElementsByTagName(localName))[0];
   return el?.textContent?.trim() ?? null;
 }
@@ -93,7 +95,7 @@ function estado(answer: Element, op: string): string {
 }
 
 /** The seed signed as SII's authentication asks: getToken/item/Semilla, enveloped signature over the whole (URI ""). */
-function signedSeed(seed: string, identity: SigningIdentity): string {
+export function signedSeed(seed: string, identity: SigningIdentity): string {
   return signDocument(create({ getToken: { item: { Semilla: seed } } }).end({ headless: true }), identity);
 }
 
@@ -111,7 +113,7 @@ export async function fetchToken(base: string, identity: SigningIdentity): Promi
 }
 
 /** A RUT as SII's forms take it: number and check digit apart. */
-function rutParts(rut: string): [string, string] {
+export function rutParts(rut: string): [string, string] {
   const [n, dv] = rut.split('-');
   return [n!, dv!];
 }
