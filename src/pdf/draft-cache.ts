@@ -14,6 +14,8 @@ const LARGEST_KEPT_BYTES = 4 * 1024 * 1024;
  */
 export class DraftPdfCache {
   private readonly entries = new Map<string, Buffer>();
+  // Renders under way: the same draft asked for again meanwhile waits for that one.
+  private readonly rendering = new Map<string, Promise<Buffer>>();
   private bytes = 0;
   hits = 0;
   misses = 0;
@@ -33,8 +35,17 @@ export class DraftPdfCache {
       this.entries.set(key, kept);
       return kept;
     }
+    const pending = this.rendering.get(key);
+    if (pending) return pending;
     this.misses += 1;
-    const content = await render();
+    const rendered = render();
+    this.rendering.set(key, rendered);
+    let content: Buffer;
+    try {
+      content = await rendered;
+    } finally {
+      this.rendering.delete(key);
+    }
     if (content.length <= Math.min(LARGEST_KEPT_BYTES, this.budget)) {
       this.entries.set(key, content);
       this.bytes += content.length;

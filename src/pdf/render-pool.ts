@@ -27,8 +27,27 @@ function renderPool(): Piscina<RenderTask, Uint8Array> {
   return pool;
 }
 
+// The threads are shared by every merchant, and a merchant's renders run one after another:
+// one that asks for its largest document many times at once waits for its own renders, while
+// another merchant's render waits behind one of them at most (docs/limits.md, "One tenant cannot
+// hurt the others").
+const lastOfMerchant = new Map<string, Promise<unknown>>();
+
+function afterMerchantsLast<T>(merchantId: string, run: () => Promise<T>): Promise<T> {
+  const result = (lastOfMerchant.get(merchantId) ?? Promise.resolve()).then(run, run);
+  const settled = result.then(
+    () => {},
+    () => {},
+  );
+  lastOfMerchant.set(merchantId, settled);
+  void settled.then(() => {
+    if (lastOfMerchant.get(merchantId) === settled) lastOfMerchant.delete(merchantId);
+  });
+  return result;
+}
+
 async function renderInThread(task: RenderTask): Promise<Buffer> {
-  const bytes = await renderPool().run(task);
+  const bytes = await afterMerchantsLast(task.merchant.id, () => renderPool().run(task));
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 

@@ -12,6 +12,7 @@ import { cancelledDocumentTable, drawRedBox, dteTitle, RED_BOX_WIDTH, timbre, ty
 import { pdfFonts, type FontStyle } from './fonts.js';
 import { drawReferenceTable, referenceLabels, referenceRows, type ReferenceRow, type ReferenceTable } from './references.js';
 import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfCopy, type PdfLabels } from './text.js';
+import { CharWidths, wrapLines } from './wrap.js';
 
 export interface RenderOptions {
   /** A draft is marked as such on every page and carries no payment link. */
@@ -424,44 +425,91 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
     y = drawReferenceTable(doc, table, { x: left, y, width, top: PAGE.margin, bottom: bottom() }, INK) + 22;
   }
 
-  // Items.
+  // Items. Each description is broken into its lines once (wrap.ts) and printed as those lines:
+  // a row's height is its lines', and a row taller than a page is split between pages by its
+  // lines, the quantity and amounts printed with its first part and the line's notes with its last.
   const descriptionW = COLS[0].width - 2 * CELL_PAD;
+  const widths = new CharWidths(doc);
+  const lineHeight = doc.font('regular').fontSize(9.5).currentLineHeight(true);
   // A line's notes (its discount, its exemption) under its description, smaller and muted.
   const notesHeight = (notes: string[]) =>
     notes.length === 0 ? 0 : NOTE_GAP + doc.font('regular').fontSize(NOTE_SIZE).heightOfString(notes.join('\n'), { width: descriptionW });
-  const rowHeight = (cells: string[], font: FontStyle, notes: string[] = []) => {
-    const below = notesHeight(notes);
-    doc.font(font).fontSize(9.5);
-    return Math.max(...cells.map((text, i) => doc.heightOfString(text, { width: COLS[i]!.width - 2 * CELL_PAD }) + (i === 0 ? below : 0))) + 2 * CELL_PAD;
-  };
-  const drawRow = (cells: string[], font: FontStyle, shade: boolean, notes: string[] = []) => {
-    const h = rowHeight(cells, font, notes);
-    if (shade) doc.rect(left, y, width, h).fillColor(SHADE).fill();
+  const cellHeight = (text: string, i: number) => doc.heightOfString(text, { width: COLS[i]!.width - 2 * CELL_PAD });
+  const rule = () => doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
+  const drawHeader = () => {
+    const cells = COLS.map((c) => L[c.key]);
+    doc.font('bold').fontSize(9.5);
+    const h = Math.max(...cells.map(cellHeight)) + 2 * CELL_PAD;
+    doc.rect(left, y, width, h).fillColor(SHADE).fill();
     let x = left;
-    let descriptionBottom = y;
-    doc.font(font).fontSize(9.5).fillColor(INK);
+    doc.fillColor(INK);
     cells.forEach((text, i) => {
       const col = COLS[i]!;
       doc.text(text, x + CELL_PAD, y + CELL_PAD, { width: col.width - 2 * CELL_PAD, align: col.align });
-      if (i === 0) descriptionBottom = doc.y;
       x += col.width;
     });
-    if (notes.length > 0) {
-      doc.font('regular').fontSize(NOTE_SIZE).fillColor(MUTED).text(notes.join('\n'), left + CELL_PAD, descriptionBottom + NOTE_GAP, { width: descriptionW });
-    }
     y += h;
-    doc.moveTo(left, y).lineTo(right, y).lineWidth(0.5).strokeColor(RULE).stroke();
+    rule();
   };
-  const header = COLS.map((c) => L[c.key]);
-  const drawHeader = () => drawRow(header, 'bold', true);
+  /** A row of description lines, the other cells (quantity, prices, amount) and the notes under the lines. */
+  const itemRow = (lines: string[], rest: string[], notes: string[]) => {
+    doc.font('regular').fontSize(9.5);
+    const others = rest.map((text, i) => (text ? cellHeight(text, i + 1) : 0));
+    const described = lines.length * lineHeight + notesHeight(notes);
+    return {
+      height: Math.max(described, ...others) + 2 * CELL_PAD,
+      draw() {
+        doc.font('regular').fontSize(9.5).fillColor(INK);
+        // Already broken into lines that fit: each is printed as it is, where the row puts it.
+        lines.forEach((line, i) => doc.text(line, left + CELL_PAD, y + CELL_PAD + i * lineHeight, { lineBreak: false }));
+        let x = left + COLS[0].width;
+        rest.forEach((text, i) => {
+          const col = COLS[i + 1]!;
+          if (text) doc.text(text, x + CELL_PAD, y + CELL_PAD, { width: col.width - 2 * CELL_PAD, align: col.align });
+          x += col.width;
+        });
+        if (notes.length > 0) {
+          const notesY = y + CELL_PAD + lines.length * lineHeight + NOTE_GAP;
+          doc.font('regular').fontSize(NOTE_SIZE).fillColor(MUTED).text(notes.join('\n'), left + CELL_PAD, notesY, { width: descriptionW });
+        }
+        y += this.height;
+        rule();
+      },
+    };
+  };
+  const newPage = () => {
+    doc.addPage();
+    y = PAGE.margin;
+    drawHeader();
+  };
   drawHeader();
+  // What a fresh page holds under its header.
+  const pageRoom = bottom() - y;
   for (const { cells, notes } of sheet.items) {
-    if (y + rowHeight(cells, 'regular', notes) > bottom()) {
-      doc.addPage();
-      y = PAGE.margin;
-      drawHeader();
+    doc.font('regular').fontSize(9.5);
+    let lines = wrapLines(doc, widths, cells[0]!, descriptionW);
+    let rest = cells.slice(1);
+    for (;;) {
+      const row = itemRow(lines, rest, notes);
+      if (y + row.height <= bottom()) {
+        row.draw();
+        break;
+      }
+      if (row.height <= pageRoom) {
+        newPage();
+        continue;
+      }
+      // Taller than a page: as many lines as the page has room for, at least a few, the rest after.
+      const fit = Math.floor((bottom() - y - 2 * CELL_PAD) / lineHeight);
+      if (fit < 3) {
+        newPage();
+        continue;
+      }
+      itemRow(lines.slice(0, fit), rest, []).draw();
+      lines = lines.slice(fit);
+      rest = rest.map(() => '');
+      newPage();
     }
-    drawRow(cells, 'regular', false, notes);
   }
 
   // Totals, right-aligned under the amount columns.

@@ -93,3 +93,34 @@ export function firstPagePng(pdf: Buffer, out: string, dpi = 80): Promise<void> 
     await run('pdftoppm', ['-png', '-r', String(dpi), '-f', '1', '-l', '1', '-singlefile', file, out.replace(/\.png$/, '')]);
   });
 }
+
+export interface PdfWord {
+  /** 1 for the first page. */
+  page: number;
+  text: string;
+  /** Points from the page's top edge. */
+  yMin: number;
+  yMax: number;
+  pageHeight: number;
+}
+
+const decodeEntities = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+
+/** Every word with the page it is on and where, as poppler's `pdftotext -bbox` places it. */
+export function wordsOf(pdf: Buffer): Promise<PdfWord[]> {
+  return withFile(pdf, async (file) => {
+    const { stdout } = await run('pdftotext', ['-bbox', '-enc', 'UTF-8', file, '-'], { maxBuffer: 256 * 1024 * 1024 });
+    const words: PdfWord[] = [];
+    let page = 0;
+    let pageHeight = 0;
+    for (const m of stdout.matchAll(/<page width="[\d.]+" height="([\d.]+)">|<word xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)<\/word>/g)) {
+      if (m[1] !== undefined) {
+        page += 1;
+        pageHeight = Number(m[1]);
+      } else {
+        words.push({ page, text: decodeEntities(m[4]!), yMin: Number(m[2]), yMax: Number(m[3]), pageHeight });
+      }
+    }
+    return words;
+  });
+}
