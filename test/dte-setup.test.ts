@@ -120,8 +120,8 @@ t.test('the admin router: certificate never returned, CAFs checked, status with 
   t.match(forged, { details: { errors: [{ path: 'file', message: /SII signature \(FRMA\) does not verify/ }] } });
   const overlap = await refusal(caf({ from: 40, to: 80 }));
   t.match(overlap, { details: { errors: [{ path: 'file', message: /overlap the loaded CAF 1\.\.50/ }] } });
-  const boleta = await refusal(caf({ type: 39, from: 1, to: 10 }));
-  t.match(boleta, { details: { errors: [{ message: /type 39; only 33, 34, 56, 61 are issued/ }] } });
+  const guia = await refusal(caf({ type: 52, from: 1, to: 10 }));
+  t.match(guia, { details: { errors: [{ message: /type 52; only 33, 34, 39, 41, 56, 61 are issued/ }] } });
   const production = await refusal(caf({ from: 51, to: 60, idk: 300 }));
   t.match(production, { details: { errors: [{ message: /key 300, not by the key of the certificacion environment \(100\)/ }] } });
   const notXml = await refusal(admin.dte.addCaf({ merchant_id: m.id, file_base64: b64(Buffer.from('<AUTORIZACION>')) }));
@@ -129,11 +129,11 @@ t.test('the admin router: certificate never returned, CAFs checked, status with 
   t.match(await caf({ type: 34, from: 40, to: 80 }), { dte_type: 34 }, 'the same range of another type is no overlap');
 
   const status = await admin.dte.status({ merchant_id: m.id });
-  t.match(status, { enabled: true, missing: [], folios_left: { 33: 50, 34: 41, 56: 0, 61: 0 } });
+  t.match(status, { enabled: true, missing: [], folios_left: { 33: 50, 34: 41, 39: 0, 41: 0, 56: 0, 61: 0 } });
   t.same(Object.keys(status.certificate!).sort(), ['added_at', 'merchant_id', 'not_after', 'subject_name', 'subject_rut']);
   t.equal(status.cafs.length, 2);
   t.notOk(JSON.stringify(status).includes('PRIVATE KEY'), 'no key shown');
-  t.same(await admin.dte.foliosLeft(), [{ merchant_id: m.id, folios_left: { 33: 50, 34: 41, 56: 0, 61: 0 } }]);
+  t.same(await admin.dte.foliosLeft(), [{ merchant_id: m.id, folios_left: { 33: 50, 34: 41, 39: 0, 41: 0, 56: 0, 61: 0 } }]);
 
   const other = await h.merchant();
   t.match(await admin.dte.status({ merchant_id: other.id }), {

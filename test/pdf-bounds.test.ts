@@ -58,6 +58,19 @@ t.test('PDF bounds', async (t) => {
     t.same(intoTheMargin(words), [], 'nothing printed into the bottom margin');
   });
 
+  t.test("a legal description of the font's widest characters prints smaller, its row on one page", async (t) => {
+    // U+2031 is the widest character the embedded font has: 1,000 of them make 91 lines at 9.5 pt.
+    const description = ['Wide-item ' + '‱'.repeat(80), ...Array.from({ length: 10 }, () => '‱'.repeat(91))].join('\n').slice(0, 1000);
+    const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: false, items: [{ description, quantity: 1, unit_price: 1000 }] }) });
+    t.equal(res.status, 201);
+    const pdf = await h.app.inject({ method: 'GET', url: `${API_PREFIX}/invoices/${(res.body as { invoice_id: string }).invoice_id}/pdf`, headers: { 'x-api-key': key } });
+    const words = await wordsOf(pdf.rawPayload);
+    const row = words.filter((w) => w.text.includes('‱'));
+    t.equal(row.map((w) => w.text).join('').replace(/[^‱]/g, '').length, description.replace(/[^‱]/g, '').length, 'every character printed');
+    t.same([...new Set(row.map((w) => w.page))], [1], 'all of it on the first page');
+    t.same(intoTheMargin(words), [], 'nothing printed into the bottom margin');
+  });
+
   t.test('a description taller than a page is split between pages by its lines, its amounts printed once', async (t) => {
     // Stored before today's limits, or a note's corrected text: the renderer takes any length.
     const res = await h.api('POST', '/invoices', {
@@ -93,6 +106,8 @@ t.test('PDF bounds', async (t) => {
     const smallInvoice = await getInvoice(h.sql, other.merchantId, (small.body as { invoice_id: string }).invoice_id);
     const otherMerchant = await getMerchant(h.sql, other.merchantId);
     const opts = { draft: true, publicUrl: 'http://invoicing.test/i/x' };
+    // Both render threads started first: what is measured is the order of renders, not of thread start-ups.
+    await Promise.all([renderInvoicePdfInThread(smallInvoice!, otherMerchant!, opts), renderInvoicePdfInThread(bigInvoice!, merchant!, opts)]);
     const finished: string[] = [];
     const renders = [1, 2, 3, 4].map((n) => renderInvoicePdfInThread(bigInvoice!, merchant!, opts).then(() => finished.push(`large ${n}`)));
     renders.push(renderInvoicePdfInThread(smallInvoice!, otherMerchant!, opts).then(() => finished.push('other merchant')));

@@ -119,10 +119,19 @@ export async function takeFolio(db: Queryable, merchantId: string, type: DteType
   return rows[0] ?? null;
 }
 
+/** Whether the merchant has loaded CAFs of the type (its folio counter exists exactly then, see signingSetup). */
+export async function issuesType(db: Queryable, merchantId: string, type: DteType): Promise<boolean> {
+  const rows = await db`SELECT 1 FROM dte_folio_counters WHERE merchant_id = ${merchantId} AND dte_type = ${type}`;
+  return rows.length > 0;
+}
+
+/** An invoice's own document: a factura (33, 34) or a boleta (39, 41). */
+export type InvoiceDteType = 33 | 34 | 39 | 41;
+
 export interface NewInvoiceDte {
   invoice_id: string;
   merchant_id: string;
-  dte_type: 33 | 34;
+  dte_type: InvoiceDteType;
   folio: number;
   caf_id: string;
   ted: string;
@@ -151,11 +160,11 @@ export async function markDteNotApplicable(db: Queryable, invoiceId: string): Pr
 }
 
 export interface InvoiceDte {
-  dte_type: 33 | 34;
+  dte_type: InvoiceDteType;
   folio: number;
   /** The TED as signed: the PDF's barcode. */
   ted: string;
-  /** The signed EnvioDTE, ISO-8859-1. */
+  /** The signed EnvioDTE (an EnvioBOLETA for a boleta), ISO-8859-1. */
   envio_xml: Buffer;
   resolucion_numero: number;
   /** YYYY-MM-DD. */
@@ -230,11 +239,14 @@ export async function staleSentSubmissions(db: Queryable, before: Date): Promise
   return rows.map((r) => r.id);
 }
 
-/** Up to `limit` of the merchant's documents waiting for an upload, oldest first, locked for this transaction. */
-export async function lockPendingDocuments(db: Queryable, merchantId: string, limit: number): Promise<DocumentRow[]> {
+/** Which of the SII's services uploads a document: boletas (39, 41) go to the boleta service (decisions §20). */
+export type Channel = 'soap' | 'boleta';
+
+/** Up to `limit` of the merchant's documents waiting for an upload through the channel, oldest first, locked for this transaction. */
+export async function lockPendingDocuments(db: Queryable, merchantId: string, channel: Channel, limit: number): Promise<DocumentRow[]> {
   return db<DocumentRow[]>`
     SELECT ${db.unsafe(DOCUMENT_COLUMNS)} FROM dte_documents
-     WHERE merchant_id = ${merchantId} AND status = 'pending'
+     WHERE merchant_id = ${merchantId} AND status = 'pending' AND (dte_type IN (39, 41)) = ${channel === 'boleta'}
      ORDER BY created_at, dte_type, folio LIMIT ${limit}
        FOR UPDATE SKIP LOCKED`;
 }
@@ -242,6 +254,7 @@ export async function lockPendingDocuments(db: Queryable, merchantId: string, li
 export interface SubmissionRow {
   id: string;
   merchant_id: string;
+  channel: Channel;
   status: 'uploading' | 'sent' | 'done' | 'abandoned';
   envio_xml: Buffer;
   track_id: string | null;
@@ -251,24 +264,24 @@ export interface SubmissionRow {
 /** The upload's intent, recorded before the call, its documents with it; leased to the caller. */
 export async function insertSubmission(
   db: Queryable,
-  s: { id: string; merchant_id: string; envio_xml: Buffer; document_ids: string[]; now: Date; leased_until: Date },
+  s: { id: string; merchant_id: string; channel: Channel; envio_xml: Buffer; document_ids: string[]; now: Date; leased_until: Date },
 ): Promise<void> {
   await db`
-    INSERT INTO dte_submissions (id, merchant_id, status, envio_xml, leased_until, uploaded_at, created_at, updated_at)
-    VALUES (${s.id}, ${s.merchant_id}, 'uploading', ${s.envio_xml}, ${s.leased_until}, ${s.now}, ${s.now}, ${s.now})`;
+    INSERT INTO dte_submissions (id, merchant_id, channel, status, envio_xml, leased_until, uploaded_at, created_at, updated_at)
+    VALUES (${s.id}, ${s.merchant_id}, ${s.channel}, 'uploading', ${s.envio_xml}, ${s.leased_until}, ${s.now}, ${s.now}, ${s.now})`;
   await db`
     UPDATE dte_documents SET status = 'uploading', submission_id = ${s.id}, updated_at = ${s.now}
      WHERE id = ANY(${s.document_ids}::uuid[]) AND status = 'pending'`;
 }
 
-/** One of the merchant's uploads whose answer is owed, leased to the caller; null when none is free. */
-export async function leaseOpenSubmission(db: Queryable, merchantId: string, now: Date, until: Date): Promise<SubmissionRow | null> {
+/** One of the merchant's uploads through the channel whose answer is owed, leased to the caller; null when none is free. */
+export async function leaseOpenSubmission(db: Queryable, merchantId: string, channel: Channel, now: Date, until: Date): Promise<SubmissionRow | null> {
   const rows = await db<SubmissionRow[]>`
     UPDATE dte_submissions SET leased_until = ${until}
      WHERE id = (SELECT id FROM dte_submissions
-                  WHERE merchant_id = ${merchantId} AND status = 'uploading' AND (leased_until IS NULL OR leased_until < ${now})
+                  WHERE merchant_id = ${merchantId} AND channel = ${channel} AND status = 'uploading' AND (leased_until IS NULL OR leased_until < ${now})
                   ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING id, merchant_id, status, envio_xml, track_id, uploaded_at`;
+    RETURNING id, merchant_id, channel, status, envio_xml, track_id, uploaded_at`;
   return rows[0] ?? null;
 }
 
@@ -277,7 +290,7 @@ export async function releaseSubmission(db: Queryable, id: string): Promise<void
 }
 
 export async function getSubmission(db: Queryable, id: string): Promise<SubmissionRow | null> {
-  const rows = await db<SubmissionRow[]>`SELECT id, merchant_id, status, envio_xml, track_id, uploaded_at FROM dte_submissions WHERE id = ${id}`;
+  const rows = await db<SubmissionRow[]>`SELECT id, merchant_id, channel, status, envio_xml, track_id, uploaded_at FROM dte_submissions WHERE id = ${id}`;
   return rows[0] ?? null;
 }
 

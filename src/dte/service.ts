@@ -15,8 +15,9 @@ import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { CafError, DTE_TYPES, parseCaf, verifyCaf, type DteType } from './caf.js';
 import { CertificateError, readPkcs12, type SigningIdentity } from './certificate.js';
-import { dteFilename, MAX_DTE_LINES, type DteContent } from './document.js';
-import { dteGlobalDiscount, dteLines, hasCompanyRut, invoiceDteContent, invoiceReceiver, issueDte, pesos, siiTimestamp, soleEnvio, type IssueInput } from './issue.js';
+import { boletaDteContent, issueBoleta, soleEnvioBoleta, type BoletaType } from './boleta.js';
+import { dteFilename, MAX_DTE_LINES, type DteContent, type Receiver } from './document.js';
+import { dteGlobalDiscount, dteLines, hasCompanyRut, invoiceDteContent, invoiceReceiver, issueDte, pesos, siiTimestamp, soleEnvio, type IssuedDte, type IssueInput } from './issue.js';
 import { SII_CAF_CERTIFICATES } from './sii-certs.js';
 import { queueSubmission } from './submission.js';
 import * as q from './queries.js';
@@ -226,7 +227,7 @@ export async function dteStatus(db: Queryable, merchantId: string) {
 
 // ─── Issuing ─────────────────────────────────────────────────────────────────
 
-function misconfigured(type: DteContent['type'], message: string): AppError {
+function misconfigured(type: DteType, message: string): AppError {
   return new AppError('merchant_misconfigured', message, { details: { dte_type: type } });
 }
 
@@ -272,17 +273,16 @@ interface DocumentOwner {
 }
 
 /**
- * A folio of the type, the document built (by `build`, given its folio), stamped and signed, and
- * its submission queued, all in the caller's transaction. No folio left, or an expired
+ * A folio of the type, the document built, stamped and signed (by `issue`, given its folio and
+ * CAF), and its submission queued, all in the caller's transaction. No folio left, or an expired
  * certificate, refuses (the caller's transaction rolls back).
  */
-async function issueDocument(db: Queryable, deps: IssueDeps, by: Signer, owner: DocumentOwner, type: DteContent['type'], build: (folio: number) => DteContent) {
+async function issueDocument(db: Queryable, deps: IssueDeps, by: Signer, owner: DocumentOwner, type: DteType, issue: (folio: number, caf: IssueInput['caf']) => IssuedDte) {
   const { identity, now } = by;
   if (identity.notAfter <= now) throw misconfigured(type, `The DTE signing certificate expired on ${iso(identity.notAfter)}: add a current one.`);
   const taken = await q.takeFolio(db, owner.merchantId, type);
   if (!taken) throw misconfigured(type, `No folios of DTE type ${type} are left: load a CAF of type ${type}.`);
-  const content = build(taken.folio);
-  const issued = issueDte({ ...by, content, caf: { cafXml: taken.caf_xml, privateKeyPem: deps.secrets!.open(taken.sealed_private_key) } });
+  const issued = issue(taken.folio, { cafXml: taken.caf_xml, privateKeyPem: deps.secrets!.open(taken.sealed_private_key) });
   await q.insertDocument(db, {
     id: newId(),
     merchant_id: owner.merchantId,
@@ -316,25 +316,50 @@ function assertReceiverComplete(invoice: InvoiceRow): void {
  * The invoice's DTE, issued in the sending transaction (docs/tax-documents.md) once it is
  * sent: a folio from the oldest CAF with folios left, the document built, stamped and signed,
  * stored with the invoice, its submission to SII queued. A merchant without the three pieces
- * issues none; an invoice in another currency than CLP, or whose client has no Chilean RUT (a
- * consumer: no factura), gets `not_applicable`. A receiver without giro, address or comuna, or no
- * folio left, refuses the send.
+ * issues none; an invoice in another currency than CLP gets `not_applicable`. A client with a
+ * Chilean RUT gets a factura; one without (a consumer: no factura to 66666666-6) a boleta when the
+ * merchant has CAFs of its type (decisions §20), else `not_applicable`. A factura's receiver
+ * without giro, address or comuna, or no folio left, refuses the send.
  */
 export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
   const by = await signer(db, deps.secrets, merchantId);
   if (!by) return;
   const invoice = await getInvoice(db, merchantId, invoiceId);
   if (!invoice) throw new Error(`invoice ${invoiceId} vanished while its tax document was issued`);
-  if (invoice.currency !== 'CLP' || !hasCompanyRut(invoice.client_rut)) return q.markDteNotApplicable(db, invoiceId);
+  if (invoice.currency !== 'CLP') return q.markDteNotApplicable(db, invoiceId);
+  if (!hasCompanyRut(invoice.client_rut)) {
+    // A 41 documents a sale exempt of VAT, a 39 one whose prices include it (docs/tax-documents.md).
+    const boleta: BoletaType = invoice.is_tax_exempt ? 41 : 39;
+    if (!(await q.issuesType(db, merchantId, boleta))) return q.markDteNotApplicable(db, invoiceId);
+    // No line limit here: the boleta schema takes 1000 Detalle lines, more than an invoice has.
+    const { taken, issued } = await issueDocument(db, deps, by, { merchantId, invoiceId }, boleta, (folio, caf) =>
+      issueBoleta({ ...by, caf, content: boletaDteContent(invoice, boleta, folio, by.issuer) }),
+    );
+    return storeInvoiceDte(db, by, invoiceId, merchantId, boleta, taken, issued, soleEnvioBoleta({ ...by, type: boleta }, issued));
+  }
   assertReceiverComplete(invoice);
   if (invoice.items.length > MAX_DTE_LINES) {
     throw AppError.validation([{ path: 'items', message: `a DTE has at most ${MAX_DTE_LINES} lines; this invoice has ${invoice.items.length}` }]);
   }
   const type = invoice.is_tax_exempt ? 34 : 33;
   const rut = invoice.client_rut;
-  const { taken, issued } = await issueDocument(db, deps, by, { merchantId, invoiceId }, type, (folio) =>
-    invoiceDteContent({ ...invoice, client_rut: rut }, type, folio, by.issuer),
+  const { taken, issued } = await issueDocument(db, deps, by, { merchantId, invoiceId }, type, (folio, caf) =>
+    issueDte({ ...by, caf, content: invoiceDteContent({ ...invoice, client_rut: rut }, type, folio, by.issuer) }),
   );
+  await storeInvoiceDte(db, by, invoiceId, merchantId, type, taken, issued, soleEnvio({ ...by, type }, issued));
+}
+
+/** The invoice's document as it keeps it: its sole envelope (EnvioDTE or EnvioBOLETA), timbre and resolution. */
+async function storeInvoiceDte(
+  db: Queryable,
+  by: Signer,
+  invoiceId: string,
+  merchantId: string,
+  type: q.InvoiceDteType,
+  taken: { caf_id: string; folio: number },
+  issued: IssuedDte,
+  envio: Buffer,
+): Promise<void> {
   await q.insertInvoiceDte(db, {
     invoice_id: invoiceId,
     merchant_id: merchantId,
@@ -342,7 +367,7 @@ export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId
     folio: taken.folio,
     caf_id: taken.caf_id,
     ted: issued.ted,
-    envio_xml: soleEnvio({ ...by, type }, issued),
+    envio_xml: envio,
     resolucion_numero: by.issuer.resolucionNumero,
     resolucion_fecha: by.issuer.resolucionFecha,
     created_at: by.now,
@@ -368,6 +393,25 @@ export async function noteTarget(db: Queryable, of: { invoiceId: string } | { no
   return { type: doc.dte_type, folio: doc.folio, issueDate: doc.issue_date, receiverRut: doc.receiver_rut };
 }
 
+/**
+ * Whom a note is addressed to: its document's receiver. A boleta's consumer is 66666666-6, which
+ * the SII takes on no note: a boleta's note, and a note of that note, name the issuer itself as
+ * their receiver, as the SII instructs (decisions §20).
+ */
+function noteReceiver(invoice: InvoiceRow, target: NoteTarget, issuer: Signer['issuer']): Receiver {
+  if (hasCompanyRut(target.receiverRut) && target.receiverRut !== issuer.rut) return invoiceReceiver(invoice, target.receiverRut);
+  return {
+    rut: issuer.rut,
+    name: issuer.razonSocial,
+    giro: issuer.giro,
+    email: null,
+    phone: null,
+    address: issuer.direccion,
+    comuna: issuer.comuna,
+    ciudad: issuer.ciudad,
+  };
+}
+
 /** A credit or debit note about to be issued, with its lines and totals (docs/tax-documents.md). */
 export interface NoteForDte {
   id: string;
@@ -389,14 +433,14 @@ export async function issueNoteDte(db: Queryable, deps: IssueDeps, invoice: Invo
   const by = await signer(db, deps.secrets, invoice.merchant_id);
   if (!by) throw misconfigured(note.type, `The document has a DTE, and a note of it is one too (type ${note.type}): the DTE setup is incomplete.`);
   const a = note.amounts;
-  const { taken, issued } = await issueDocument(db, deps, by, { merchantId: invoice.merchant_id, invoiceId: invoice.id, noteId: note.id }, note.type, (folio) => ({
+  const content = (folio: number): DteContent => ({
     type: note.type,
     folio,
     issueDate: siiTimestamp(by.now, by.issuer.timezone).slice(0, 10),
     grossLines: invoice.tax_inclusive && !invoice.is_tax_exempt,
     taxExempt: invoice.is_tax_exempt,
     issuer: by.issuer,
-    receiver: invoiceReceiver(invoice, target.receiverRut),
+    receiver: noteReceiver(invoice, target, by.issuer),
     lines: dteLines(a.lines, invoice.is_tax_exempt),
     globalDiscount: dteGlobalDiscount({ percent: a.global_discount_percent, amount: a.global_discount_amount, description: a.global_discount_description }, invoice.is_tax_exempt),
     totals: { net: pesos(a.taxable_amount), exempt: pesos(a.exempt_amount), taxRate: invoice.tax_rate, tax: pesos(a.tax_total), total: pesos(a.total) },
@@ -404,7 +448,9 @@ export async function issueNoteDte(db: Queryable, deps: IssueDeps, invoice: Invo
       ...note.references,
       { type: String(target.type), folio: String(target.folio), date: target.issueDate, code: note.code, reason: note.description },
     ],
-  }));
+  });
+  const owner = { merchantId: invoice.merchant_id, invoiceId: invoice.id, noteId: note.id };
+  const { taken, issued } = await issueDocument(db, deps, by, owner, note.type, (folio, caf) => issueDte({ ...by, caf, content: content(folio) }));
   await q.setNoteDte(db, note.id, note.type, taken.folio, soleEnvio({ ...by, type: note.type }, issued));
   // The credit note that cancels the invoice is also its `credit_note`.
   if (note.type === 61 && note.code === 1) await q.setCreditNote(db, invoice.id, taken.folio);

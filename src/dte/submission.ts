@@ -1,8 +1,9 @@
 // Submitting documents to the SII (decisions §15), as jobs after the commit that issued them:
-// a merchant's documents ready together go in one EnvioDTE, uploaded with a token from a signed
+// a merchant's documents ready together go in one envelope, uploaded with a token from a signed
 // seed; the upload's intent is committed before the call and its track id after it, in a new
 // transaction; then the upload's state is polled until SII's answer is final. No call to SII
-// holds a transaction.
+// holds a transaction. Facturas and notes go as an EnvioDTE to the SOAP upload, boletas as an
+// EnvioBOLETA to the boleta REST service (decisions §20): each upload goes through one channel.
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config.js';
 import type { Queryable, Sql } from '../db/client.js';
@@ -14,8 +15,10 @@ import type { Urls } from '../invoices/resource.js';
 import { getMerchant } from '../merchants/queries.js';
 import { enqueue, queues } from '../queue/boss.js';
 import type { SecretBox } from '../webhooks/secrets.js';
+import { buildEnvioBoleta } from './boleta.js';
+import { boletaHosts, boletaOutcome, boletaStatusByFolio, boletaUploadStatus, getBoletaToken, uploadEnvioBoleta, type BoletaHosts } from './boleta-client.js';
 import type { SigningIdentity } from './certificate.js';
-import { buildEnvioDte } from './envelope.js';
+import { buildEnvioDte, type Caratula, type SignedDte } from './envelope.js';
 import { siiTimestamp } from './issue.js';
 import { documentState, fetchToken, SII_HOSTS, SiiError, SiiTokenError, uploadEnvio, uploadState, type UploadState } from './sii-client.js';
 import { openIdentity } from './service.js';
@@ -25,12 +28,10 @@ export interface SubmissionDeps {
   sql: Sql;
   boss: PgBoss;
   secrets: SecretBox;
-  config: Pick<Config, 'SII_BASE_URL'>;
+  config: Pick<Config, 'SII_BASE_URL' | 'SII_BOLETA_API_URL' | 'SII_BOLETA_UPLOAD_URL'>;
   urls: Urls;
 }
 
-// SII takes large envelopes; this keeps one upload, and one failure, small.
-const DOCUMENTS_PER_ENVELOPE = 50;
 // How long a worker holds an upload while it calls SII: longer than the calls' timeouts.
 const LEASE_MS = 120_000;
 // An upload whose answer was lost, and whose documents SII does not know: SII may still be
@@ -53,7 +54,9 @@ const DOCUMENT_UNKNOWN = new Set(['FAU', 'FNA']);
 
 interface Sender {
   merchantId: string;
+  /** The SOAP services'. */
   base: string;
+  boleta: BoletaHosts;
   rut: string;
   identity: SigningIdentity;
   resolucionNumero: number;
@@ -70,6 +73,7 @@ async function sender(deps: SubmissionDeps, merchantId: string): Promise<Sender>
   return {
     merchantId,
     base: (deps.config.SII_BASE_URL ?? SII_HOSTS[merchant.sii_env]).replace(/\/+$/, ''),
+    boleta: boletaHosts(merchant.sii_env, deps.config),
     rut: merchant.rut,
     identity: openIdentity(deps.secrets, setup.sealed_pkcs12),
     resolucionNumero: merchant.resolucion_numero,
@@ -78,44 +82,37 @@ async function sender(deps: SubmissionDeps, merchantId: string): Promise<Sender>
   };
 }
 
-const tokens = new Map<string, { token: string; until: number }>();
-const tokenKey = (s: Sender) => `${s.base}|${s.identity.certificateBase64}`;
+/** Where a token of the merchant's certificate comes from: the SOAP services and the boleta service each issue their own. */
+interface TokenSource {
+  key: string;
+  fetch(): Promise<string>;
+}
 
-/** A token of the merchant's certificate: the cached one while it lasts, else a new one. */
-async function token(s: Sender, renew = false): Promise<string> {
-  const cached = tokens.get(tokenKey(s));
+// Keyed by service too: a token of one is no use to the other, whatever hosts the configuration names.
+const soapTokens = (s: Sender): TokenSource => ({ key: `soap|${s.base}|${s.identity.certificateBase64}`, fetch: () => fetchToken(s.base, s.identity) });
+const boletaTokens = (s: Sender): TokenSource => ({
+  key: `boleta|${s.boleta.api}|${s.identity.certificateBase64}`,
+  fetch: () => getBoletaToken(s.boleta.api, s.identity),
+});
+
+const tokens = new Map<string, { token: string; until: number }>();
+
+/** A token: the cached one while it lasts, else a new one. */
+async function token(source: TokenSource, renew = false): Promise<string> {
+  const cached = tokens.get(source.key);
   if (cached && cached.until > Date.now() && !renew) return cached.token;
-  const fresh = await fetchToken(s.base, s.identity);
-  tokens.set(tokenKey(s), { token: fresh, until: Date.now() + TOKEN_TTL_MS });
+  const fresh = await source.fetch();
+  tokens.set(source.key, { token: fresh, until: Date.now() + TOKEN_TTL_MS });
   return fresh;
 }
 
 /** The call with a token, once more with a new token when SII refuses the cached one. */
-async function withToken<T>(s: Sender, fn: (token: string) => Promise<T>): Promise<T> {
+async function withToken<T>(source: TokenSource, fn: (token: string) => Promise<T>): Promise<T> {
   try {
-    return await fn(await token(s));
+    return await fn(await token(source));
   } catch (err) {
     if (!(err instanceof SiiTokenError)) throw err;
-    return fn(await token(s, true));
-  }
-}
-
-/** Enqueues the merchant's submission in the caller's transaction (the one that issued a document). */
-export async function queueSubmission(db: Queryable, boss: PgBoss, merchantId: string): Promise<void> {
-  await enqueue(boss, db, queues.dteSubmit.name, { merchant_id: merchantId }, { group: { id: merchantId } });
-}
-
-/**
- * Every upload of the merchant whose answer is owed is settled first; then its waiting documents
- * go up, several to an envelope. A failure throws, and the job's retry picks up where this left.
- */
-export async function submitMerchant(deps: SubmissionDeps, merchantId: string): Promise<void> {
-  const s = await sender(deps, merchantId);
-  await settleLostUploads(deps, s);
-  for (;;) {
-    const claimed = await claim(deps, s);
-    if (!claimed) return;
-    await upload(deps, s, claimed);
+    return fn(await token(source, true));
   }
 }
 
@@ -126,13 +123,91 @@ interface Claimed {
   documentIds: string[];
 }
 
-async function claim(deps: SubmissionDeps, s: Sender): Promise<Claimed | null> {
+/** One of SII's ways in: what its envelope is, how it goes up, how a lost upload's documents are asked about. */
+interface Channel {
+  name: q.Channel;
+  perEnvelope: number;
+  envelope(c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer;
+  tokens(s: Sender): TokenSource;
+  /** The track id SII gives the upload. */
+  upload(s: Sender, token: string, claimed: Claimed): Promise<string>;
+  /** Whether SII has the document (of an upload whose answer was lost); throws when SII says neither. */
+  received(s: Sender, token: string, doc: q.DocumentRow): Promise<boolean>;
+}
+
+const SOAP: Channel = {
+  name: 'soap',
+  // SII takes large envelopes; this keeps one upload, and one failure, small.
+  perEnvelope: 50,
+  envelope: buildEnvioDte,
+  tokens: soapTokens,
+  upload: (s, t, claimed) => uploadEnvio(s.base, t, { sender: s.identity.subjectRut, company: s.rut, envio: claimed.envio, filename: `EnvioDTE-${claimed.id}.xml` }),
+  received: async (s, t, d) => {
+    const state = await documentState(s.base, t, {
+      querier: s.identity.subjectRut,
+      company: s.rut,
+      receiver: d.receiver_rut,
+      type: d.dte_type,
+      folio: d.folio,
+      issueDate: d.issue_date,
+      total: d.total,
+    });
+    if (!DOCUMENT_RECEIVED.has(state.code) && !DOCUMENT_UNKNOWN.has(state.code)) {
+      throw new SiiError(`SII answered the state of document ${d.dte_type}/${d.folio} with ${state.code} ${state.glosa}`, true);
+    }
+    return DOCUMENT_RECEIVED.has(state.code);
+  },
+};
+
+const BOLETA: Channel = {
+  name: 'boleta',
+  // The EnvioBOLETA schema's limit (decisions §20): a merchant's waiting boletas travel together.
+  perEnvelope: 500,
+  envelope: buildEnvioBoleta,
+  tokens: boletaTokens,
+  upload: async (s, t, claimed) =>
+    (await uploadEnvioBoleta(s.boleta.upload, t, { rutSender: s.identity.subjectRut, rutCompany: s.rut, filename: `EnvioBOLETA-${claimed.id}.xml`, bytes: claimed.envio }))
+      .trackid,
+  received: async (s, t, d) =>
+    (await boletaStatusByFolio(s.boleta.api, t, { rutCompany: s.rut, tipo: d.dte_type, folio: d.folio, monto: d.total, fechaEmision: d.issue_date })).received,
+};
+
+/** Enqueues the merchant's submission in the caller's transaction (the one that issued a document). */
+export async function queueSubmission(db: Queryable, boss: PgBoss, merchantId: string): Promise<void> {
+  await enqueue(boss, db, queues.dteSubmit.name, { merchant_id: merchantId }, { group: { id: merchantId } });
+}
+
+/**
+ * Through each channel, every upload of the merchant whose answer is owed is settled first; then
+ * its waiting documents go up, several to an envelope. A failure throws, once the other channel
+ * had its turn (one of SII's services down holds back none of the other's documents), and the
+ * job's retry picks up where this left.
+ */
+export async function submitMerchant(deps: SubmissionDeps, merchantId: string): Promise<void> {
+  const s = await sender(deps, merchantId);
+  const failures: unknown[] = [];
+  for (const channel of [SOAP, BOLETA]) {
+    try {
+      await settleLostUploads(deps, s, channel);
+      for (;;) {
+        const claimed = await claim(deps, s, channel);
+        if (!claimed) break;
+        await upload(deps, s, channel, claimed);
+      }
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length) throw failures[0];
+}
+
+async function claim(deps: SubmissionDeps, s: Sender, channel: Channel): Promise<Claimed | null> {
   return deps.sql.begin(async (tx) => {
-    const docs = await q.lockPendingDocuments(tx, s.merchantId, DOCUMENTS_PER_ENVELOPE);
+    const docs = await q.lockPendingDocuments(tx, s.merchantId, channel.name, channel.perEnvelope);
     if (docs.length === 0) return null;
     const now = clock.now();
     // Each DTE keeps its own signature; the set is signed again as one.
-    const envio = buildEnvioDte(
+    const envio = channel.envelope(
       {
         rutEmisor: s.rut,
         rutEnvia: s.identity.subjectRut,
@@ -145,23 +220,24 @@ async function claim(deps: SubmissionDeps, s: Sender): Promise<Claimed | null> {
     );
     const id = newId();
     const documentIds = docs.map((d) => d.id);
-    await q.insertSubmission(tx, { id, merchant_id: s.merchantId, envio_xml: envio, document_ids: documentIds, now, leased_until: new Date(now.getTime() + LEASE_MS) });
+    await q.insertSubmission(tx, { id, merchant_id: s.merchantId, channel: channel.name, envio_xml: envio, document_ids: documentIds, now, leased_until: new Date(now.getTime() + LEASE_MS) });
     for (const d of documentIds) await q.mirrorOnInvoice(tx, d, now);
     return { id, envio, documentIds };
   });
 }
 
-async function upload(deps: SubmissionDeps, s: Sender, claimed: Claimed): Promise<void> {
-  const send = (t: string) => uploadEnvio(s.base, t, { sender: s.identity.subjectRut, company: s.rut, envio: claimed.envio, filename: `EnvioDTE-${claimed.id}.xml` });
+async function upload(deps: SubmissionDeps, s: Sender, channel: Channel, claimed: Claimed): Promise<void> {
+  const tokens = channel.tokens(s);
+  const send = (t: string) => channel.upload(s, t, claimed);
   let trackId: string;
   try {
     // A failure getting the token is before the upload: nothing went up.
-    const first = await token(s).catch((err: unknown) => {
+    const first = await token(tokens).catch((err: unknown) => {
       throw new SiiError(err instanceof Error ? err.message : String(err), false);
     });
     trackId = await send(first).catch(async (err: unknown) => {
       if (!(err instanceof SiiTokenError)) throw err;
-      const renewed = await token(s, true).catch((e: unknown) => {
+      const renewed = await token(tokens, true).catch((e: unknown) => {
         throw new SiiError(e instanceof Error ? e.message : String(e), false);
       });
       return send(renewed);
@@ -195,31 +271,15 @@ async function queuePoll(db: Queryable, boss: PgBoss, submissionId: string, poll
  * accepted (they were received; only the track id is unknown); those it does not know go back
  * to waiting once the upload is old enough that SII would have processed it.
  */
-async function settleLostUploads(deps: SubmissionDeps, s: Sender): Promise<void> {
+async function settleLostUploads(deps: SubmissionDeps, s: Sender, channel: Channel): Promise<void> {
   for (;;) {
     const now = clock.now();
-    const sub = await q.leaseOpenSubmission(deps.sql, s.merchantId, now, new Date(now.getTime() + LEASE_MS));
+    const sub = await q.leaseOpenSubmission(deps.sql, s.merchantId, channel.name, now, new Date(now.getTime() + LEASE_MS));
     if (!sub) return;
     try {
       const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'uploading');
       const states: { doc: q.DocumentRow; received: boolean }[] = [];
-      for (const d of docs) {
-        const state = await withToken(s, (token) =>
-          documentState(s.base, token, {
-            querier: s.identity.subjectRut,
-            company: s.rut,
-            receiver: d.receiver_rut,
-            type: d.dte_type,
-            folio: d.folio,
-            issueDate: d.issue_date,
-            total: d.total,
-          }),
-        );
-        if (!DOCUMENT_RECEIVED.has(state.code) && !DOCUMENT_UNKNOWN.has(state.code)) {
-          throw new SiiError(`SII answered the state of document ${d.dte_type}/${d.folio} with ${state.code} ${state.glosa}`, true);
-        }
-        states.push({ doc: d, received: DOCUMENT_RECEIVED.has(state.code) });
-      }
+      for (const d of docs) states.push({ doc: d, received: await withToken(channel.tokens(s), (token) => channel.received(s, token, d)) });
       const unknown = states.filter((x) => !x.received).map((x) => x.doc.id);
       const settled = unknown.length === 0 || clock.now().getTime() - sub.uploaded_at.getTime() >= UPLOAD_SETTLE_MS;
       await deps.sql.begin(async (tx) => {
@@ -278,7 +338,8 @@ export async function pollSubmission(deps: SubmissionDeps, submissionId: string,
   const sub = await q.getSubmission(deps.sql, submissionId);
   if (!sub || sub.status !== 'sent' || !sub.track_id) return;
   const s = await sender(deps, sub.merchant_id);
-  const state = await withToken(s, (token) => uploadState(s.base, token, s.rut, sub.track_id!));
+  if (sub.channel === 'boleta') return pollBoletas(deps, s, sub, poll);
+  const state = await withToken(soapTokens(s), (token) => uploadState(s.base, token, s.rut, sub.track_id!));
   const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'sent');
   const reason = `${state.code} ${state.glosa}`.trim();
   const outcomes = new Map<string, Exclude<Outcome, 'ask'>>();
@@ -289,7 +350,7 @@ export async function pollSubmission(deps: SubmissionDeps, submissionId: string,
       const o = outcomeOfType(state, d.dte_type);
       // Some documents of the type were rejected and some not: SII is asked about each.
       if (o === 'ask') {
-        const one = await withToken(s, (token) =>
+        const one = await withToken(soapTokens(s), (token) =>
           documentState(s.base, token, { querier: s.identity.subjectRut, company: s.rut, receiver: d.receiver_rut, type: d.dte_type, folio: d.folio, issueDate: d.issue_date, total: d.total }),
         );
         outcomes.set(d.id, DOCUMENT_RECEIVED.has(one.code) ? { status: 'accepted', reason: null } : { status: 'rejected', reason: `${reason}; ${one.code} ${one.glosa}`.trim() });
@@ -306,6 +367,30 @@ export async function pollSubmission(deps: SubmissionDeps, submissionId: string,
       await finish(tx, deps, d, o.status, o.reason, now);
     }
     await q.closeSubmission(tx, sub.id, 'done', reason, now);
+  });
+}
+
+/**
+ * Polls a boleta upload's state once (decisions §20): processed, each boleta takes its own outcome
+ * (SII lists the rejected and the objected to, with its reasons); an envelope refused whole
+ * rejects them all; still processing schedules the next poll.
+ */
+async function pollBoletas(deps: SubmissionDeps, s: Sender, sub: q.SubmissionRow, poll: number): Promise<void> {
+  const status = await withToken(boletaTokens(s), (token) => boletaUploadStatus(s.boleta.api, token, s.rut, sub.track_id!));
+  if (status.kind === 'processing') return queuePoll(deps.sql, deps.boss, sub.id, poll + 1);
+  const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'sent');
+  await deps.sql.begin(async (tx) => {
+    const now = clock.now();
+    for (const d of docs) {
+      if (status.kind === 'envelope_rejected') {
+        await finish(tx, deps, d, 'rejected', `${status.estado} ${status.glosa}`, now);
+        continue;
+      }
+      const listed = status.details.find((x) => x.tipo === d.dte_type && x.folio === d.folio);
+      const reason = listed ? [`${listed.estado} ${listed.descripcion}`.trim(), ...listed.errors].join('; ') : null;
+      await finish(tx, deps, d, boletaOutcome(status, d.dte_type, d.folio), reason, now);
+    }
+    await q.closeSubmission(tx, sub.id, 'done', status.estado, now);
   });
 }
 

@@ -11,7 +11,7 @@ import { pdfText } from './text.js';
 
 /** The DTE a PDF prints: what the red box and the timbre show. */
 export interface PrintedDte {
-  type: 33 | 34 | 56 | 61;
+  type: 33 | 34 | 39 | 41 | 56 | 61;
   folio: number;
   /** The TED element exactly as signed (text of the ISO-8859-1 bytes, no whitespace between tags): the barcode's content. */
   ted: string;
@@ -28,6 +28,8 @@ export interface PrintedDte {
 const DOCUMENT_NAMES: Record<PrintedDte['type'], string> = {
   33: 'FACTURA ELECTRÓNICA',
   34: 'FACTURA NO AFECTA O EXENTA ELECTRÓNICA',
+  39: 'BOLETA ELECTRÓNICA',
+  41: 'BOLETA NO AFECTA O EXENTA ELECTRÓNICA',
   56: 'NOTA DE DÉBITO ELECTRÓNICA',
   61: 'NOTA DE CRÉDITO ELECTRÓNICA',
 };
@@ -50,6 +52,9 @@ const ECLEVEL = 5;
 const TEXT_SIZE = 8;
 const TEXT_GAP = 5;
 
+/** A boleta (decisions §20): the consumer's document, which may print on a receipt printer's roll. */
+export const isBoleta = (dte: PrintedDte): dte is PrintedDte & { type: 39 | 41 } => dte.type === 39 || dte.type === 41;
+
 /** "FACTURA ELECTRÓNICA N.º 1042": the document as SII names it. */
 export function dteTitle(dte: PrintedDte): string {
   return `${DOCUMENT_NAMES[dte.type]} N.º ${dte.folio}`;
@@ -58,19 +63,21 @@ export function dteTitle(dte: PrintedDte): string {
 /**
  * The red box with its top right corner at (right, top): R.U.T. with dots, the document's name
  * and its folio, red text in a red frame, and under it the SII unit. Returns the y under it all.
+ * `monochrome` draws it in black, for a receipt printer that prints one colour (a boleta's ticket).
  */
-export function drawRedBox(doc: PDFKit.PDFDocument, dte: PrintedDte, issuer: LegalProfile, right: number, top: number): number {
+export function drawRedBox(doc: PDFKit.PDFDocument, dte: PrintedDte, issuer: LegalProfile, right: number, top: number, monochrome = false): number {
   const x = right - RED_BOX_WIDTH;
   const inner = RED_BOX_WIDTH - 2 * BOX_PAD;
-  doc.font('bold').fontSize(12).fillColor(SII_RED);
+  const colour = monochrome ? INK : SII_RED;
+  doc.font('bold').fontSize(12).fillColor(colour);
   doc.text(pdfText(`R.U.T.: ${issuer.rut}`), x + BOX_PAD, top + BOX_PAD, { width: inner, align: 'center' });
   doc.moveDown(0.35).text(DOCUMENT_NAMES[dte.type], { width: inner, align: 'center' });
   doc.moveDown(0.35).text(`N.º ${dte.folio}`, { width: inner, align: 'center' });
   const boxBottom = doc.y + BOX_PAD;
   // Inset by half the border, which a stroke centres on its path: the frame stays inside the width.
   const half = BOX_BORDER / 2;
-  doc.rect(x + half, top + half, RED_BOX_WIDTH - BOX_BORDER, boxBottom - top - BOX_BORDER).lineWidth(BOX_BORDER).strokeColor(SII_RED).stroke();
-  doc.font('bold').fontSize(10).fillColor(SII_RED);
+  doc.rect(x + half, top + half, RED_BOX_WIDTH - BOX_BORDER, boxBottom - top - BOX_BORDER).lineWidth(BOX_BORDER).strokeColor(colour).stroke();
+  doc.font('bold').fontSize(10).fillColor(colour);
   doc.text(pdfText(`S.I.I. - ${issuer.comuna.toLocaleUpperCase('es-CL')}`), x, boxBottom + 6, { width: RED_BOX_WIDTH, align: 'center' });
   return doc.y;
 }
@@ -105,17 +112,25 @@ export interface Timbre {
  * The timbre: the TED's ISO-8859-1 bytes as a PDF417 symbol, drawn as vector rectangles (sharp at
  * any zoom, the same bytes on every render), with "Timbre Electrónico SII", the resolution (its
  * date in the document's language) and where to verify it under the barcode.
+ *
+ * Within `maxWidth` (a receipt's roll) the symbol has fewer columns and more rows rather than
+ * smaller modules: a module stays 2 dots of a 203 dpi printer, which its scanners read.
  */
-export function timbre(doc: PDFKit.PDFDocument, dte: PrintedDte, locale: Locale): Timbre {
+export function timbre(doc: PDFKit.PDFDocument, dte: PrintedDte, locale: Locale, maxWidth = Infinity): Timbre {
+  // A PDF417 row is 17 modules for each data column and for the start pattern and both row
+  // indicators, 18 for the stop pattern.
+  const columns = Math.min(COLUMNS, Math.floor((maxWidth / MODULE - 18) / 17) - 3);
+  if (columns < 1) throw new Error(`a timbre does not fit in ${maxWidth} pt`);
   // binarytext: each character is one byte, as the TED's latin1 text is; bwip-js would otherwise
   // send the UTF-8 of anything past ASCII. A character past U+00FF has no latin1 byte and throws.
   // eclevel and columns are BWIPP's pdf417 options, which bwip-js's types do not list.
-  const options: bwipjs.RawOptions & { eclevel: number; columns: number } = { bcid: 'pdf417', text: dte.ted, binarytext: true, eclevel: ECLEVEL, columns: COLUMNS };
+  const options: bwipjs.RawOptions & { eclevel: number; columns: number } = { bcid: 'pdf417', text: dte.ted, binarytext: true, eclevel: ECLEVEL, columns };
   const [symbol] = bwipjs.raw(options);
   if (!symbol || !('pixs' in symbol)) throw new Error('bwip-js returned no PDF417 matrix for the TED');
   const rows = symbol.pixs.length / symbol.pixx;
   const rowHeight = (symbol.pixy / rows) * MODULE;
   const barcodeW = symbol.pixx * MODULE;
+  if (barcodeW > maxWidth) throw new Error(`a timbre of ${columns} columns is ${barcodeW} pt wide, wider than ${maxWidth} pt`);
   const barcodeH = rows * rowHeight;
   const lines: [string, 'bold' | 'regular'][] = [
     ['Timbre Electrónico SII', 'bold'],

@@ -27,6 +27,29 @@ export async function insertPdfIfAbsent(db: Queryable, invoiceId: string, conten
   return rows.length > 0;
 }
 
+/** A rendering of an issued invoice other than its document: a boleta's ticket (decisions §20). */
+export type PdfVariant = 'ticket';
+
+/** The stored variant of one of the merchant's invoices, in one round trip. */
+export async function storedVariantFor(db: Queryable, merchantId: string, invoiceId: string, variant: PdfVariant): Promise<StoredPdf | null> {
+  const rows = await db<StoredPdf[]>`
+    SELECT p.content, p.sha256,
+           json_build_object('id', i.id, 'invoice_number', i.invoice_number, 'status', i.status, 'locale', i.locale) AS invoice
+      FROM invoice_pdf_variants p JOIN invoices i ON i.id = p.invoice_id
+     WHERE i.merchant_id = ${merchantId} AND p.invoice_id = ${invoiceId} AND p.variant = ${variant}`;
+  return rows[0] ?? null;
+}
+
+/** insertPdfIfAbsent for a variant: the first rendering is kept. True when this one is. */
+export async function insertVariantIfAbsent(db: Queryable, invoiceId: string, variant: PdfVariant, content: Buffer, sha256: string, now: Date): Promise<boolean> {
+  const rows = await db`
+    INSERT INTO invoice_pdf_variants (invoice_id, variant, content, sha256, created_at)
+    VALUES (${invoiceId}, ${variant}, ${content}, ${sha256}, ${now})
+    ON CONFLICT (invoice_id, variant) DO NOTHING
+    RETURNING invoice_id`;
+  return rows.length > 0;
+}
+
 /** The merchant of an invoice, for a job that is handed only the invoice id. */
 export async function invoiceMerchantId(db: Queryable, invoiceId: string): Promise<string | null> {
   const rows = await db<{ merchant_id: string }[]>`SELECT merchant_id FROM invoices WHERE id = ${invoiceId}`;

@@ -1,5 +1,5 @@
-import PDFDocument from 'pdfkit';
 import { formatRut } from '../clients/rut.js';
+import { boletaDteContent, type BoletaContent, type BoletaLine } from '../dte/boleta.js';
 import { formatDate, formatMoney, formatQuantityFor } from '../format.js';
 import type { NoteItemRow, NoteRow } from '../invoices/note-queries.js';
 import type { InvoiceRow, InvoiceWithItems } from '../invoices/queries.js';
@@ -8,10 +8,11 @@ import type { MerchantRow } from '../merchants/queries.js';
 import { legalProfile, type LegalProfile } from '../merchants/legal-profile.js';
 import { Decimal } from '../money.js';
 import { cedibleBlock } from './cedible.js';
-import { cancelledDocumentTable, drawRedBox, dteTitle, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
-import { pdfFonts, type FontStyle } from './fonts.js';
+import { openDocument } from './document.js';
+import { cancelledDocumentTable, drawRedBox, dteTitle, isBoleta, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
 import { drawReferenceTable, referenceLabels, referenceRows, type ReferenceRow, type ReferenceTable } from './references.js';
-import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfCopy, type PdfLabels } from './text.js';
+import { formatPercent, formatPrice, formatRateNumber, pdfLabels, pdfText, type PdfCopy, type PdfFormat, type PdfLabels } from './text.js';
+import { printTicket } from './ticket.js';
 import { CharWidths, wrapLines } from './wrap.js';
 
 export interface RenderOptions {
@@ -25,6 +26,8 @@ export interface RenderOptions {
   dte?: PrintedDte;
   /** The SII's cedible copy of a factura (a `dte` of type 33 or 34): the receipt box and CEDIBLE beside the timbre (decisions §17). */
   copy?: PdfCopy;
+  /** `ticket`: a boleta (a `dte` of type 39 or 41) on a receipt printer's 80 mm roll (decisions §20); A4 otherwise. */
+  format?: PdfFormat;
 }
 
 export type { PrintedDte };
@@ -44,6 +47,9 @@ const COLS = [
   { key: 'lineTotal', width: 115, align: 'right' },
 ] as const;
 const CELL_PAD = 5;
+// The item table's text, and the smallest a description prints at to keep its row on one page.
+const ROW_SIZE = 9.5;
+const MIN_ROW_SIZE = 6;
 const NOTE_SIZE = 8;
 const NOTE_GAP = 2;
 
@@ -155,24 +161,25 @@ function clientBlock(invoice: InvoiceRow, L: PdfLabels): Sheet['client'] {
     [L.comuna, invoice.client_comuna],
     [L.ciudad, invoice.client_ciudad],
   ];
-  return { name: invoice.client_name, lines: lines.flatMap(([label, value]) => (value ? [`${label}: ${value}`] : [])) };
+  return { label: L.billTo, name: invoice.client_name, lines: lines.flatMap(([label, value]) => (value ? [`${label}: ${value}`] : [])) };
 }
 
-interface SheetItem {
+export interface SheetItem {
   /** In the columns' order (COLS). */
   cells: string[];
   notes: string[];
 }
 
 /** What a document prints, every text ready: an invoice and a note differ here, and share the page's layout. */
-interface Sheet {
+export interface Sheet {
   locale: Locale;
   /** The title at the top right, and the number under it, where no DTE's red box takes their place. */
   title: string;
   number: string;
   /** The PDF's Title and Subject; its creation date is the document's, not the clock's, so the same document gives the same bytes. */
   info: { title: string; subject: string; created: Date };
-  client: { name: string; lines: string[] };
+  /** Its heading ("Facturar a", a boleta's "Cliente"), the name (empty when not known) and the lines under it. */
+  client: { label: string; name: string; lines: string[] };
   /** The dates and numbers beside the client. */
   dates: [label: string, value: string][];
   /** Between the client and the items, in the order of the DTE's Referencia lines. */
@@ -181,6 +188,8 @@ interface Sheet {
   totals: TotalsRow[];
   /** Prices include the tax: said under the totals. */
   taxInclusive: boolean;
+  /** A boleta's "El IVA de esta boleta es $X", on its own line under the totals; null on any other document. */
+  vatNotice: string | null;
   /** The hosted page, printed under the totals. */
   link: { label: string; url: string } | null;
   /** What the footer names the document by on every page. */
@@ -212,6 +221,11 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
   if (dte && (dte.type === 61) !== (dte.reference !== undefined)) throw new Error('a credit note, and only a credit note, prints the document it cancels');
   if (dte?.type === 56) throw new Error('a debit note prints as a note (renderNotePdf), never as its invoice');
   if (opts.copy === 'cedible' && dte?.type !== 33 && dte?.type !== 34) throw new Error('only a factura (a DTE of type 33 or 34) has a cedible copy');
+  if (opts.format === 'ticket' && !(dte && isBoleta(dte))) throw new Error('only a boleta (a DTE of type 39 or 41) prints as a ticket');
+  if (dte && isBoleta(dte)) {
+    const sheet = boletaSheet(invoice, merchant, dte, opts, L, locale);
+    return opts.format === 'ticket' ? printTicket(sheet, merchant, dte) : printSheet(sheet, merchant, { draft: false, dte });
+  }
 
   // What the PDF's title and the footer call the invoice.
   const shownAs = opts.draft ? L.draft : (invoice.invoice_number ?? '');
@@ -246,12 +260,79 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
     items: invoice.items.map((item) => itemRow(item, invoice, L, locale)),
     totals: totalsRows(invoice, L, locale, { itemised: false }),
     taxInclusive: invoice.tax_inclusive && !invoice.is_tax_exempt,
+    vatNotice: null,
     // The payment link: the hosted page (a draft has none yet). What a merchant that cannot charge
     // offers on its page is a view, not a payment.
     link: opts.draft ? null : { label: opts.canCharge ? L.viewAndPayOnline : L.viewOnline, url: opts.publicUrl },
     footer: shownAs,
   };
   return printSheet(sheet, merchant, { draft: opts.draft, dte, copy: opts.copy });
+}
+
+/**
+ * The boleta the SII received (decisions §20): its lines and totals as boleta.ts states them, VAT
+ * included and adding up to the peso, so what the consumer reads is what the DTE says.
+ */
+function boletaOf(invoice: InvoiceWithItems, merchant: MerchantRow, dte: PrintedDte & { type: 39 | 41 }): BoletaContent {
+  const { rut, razon_social, giro, acteco, direccion, comuna, ciudad } = merchant;
+  if (!rut || !razon_social || !giro || !direccion || !comuna || !ciudad) throw new Error(`merchant ${merchant.id} has a boleta but no legal profile to print with it`);
+  // The issuer is stated in the DTE, not in what the lines and totals print: its acteco is not read.
+  return boletaDteContent(invoice, dte.type, dte.folio, { rut, razonSocial: razon_social, giro, acteco: acteco ?? '', direccion, comuna, ciudad });
+}
+
+/** A boleta's line: its description, the invoice's quantity, the price and amount with VAT, its discount and exemption. */
+function boletaItemRow(line: BoletaLine, quantity: string, boleta: BoletaContent, L: PdfLabels, locale: Locale): SheetItem {
+  const notes: string[] = [];
+  if (line.discountAmount !== '0') {
+    const percent = line.discountPercent === null ? '' : ` ${formatPercent(line.discountPercent, locale)}`;
+    notes.push(`${L.discount}${percent}: −${formatMoney(line.discountAmount, 'CLP', locale)}`);
+  }
+  // On a 41 every line is exempt, as its name says.
+  if (line.exempt && boleta.type === 39) notes.push(L.exemptLine);
+  return {
+    // A line with no price that gives its amount exactly states the amount alone (boleta.ts): the quantity sold still prints.
+    cells: [pdfText(line.description), formatQuantityFor(line.quantity ?? quantity, locale), line.unitPrice === null ? '' : formatPrice(line.unitPrice, 'CLP', locale), formatMoney(line.amount, 'CLP', locale)],
+    notes,
+  };
+}
+
+/**
+ * The invoice printed as its boleta (decisions §20): the consumer's name and e-mail when known and
+ * never the generic RUT 66666666-6 the DTE addresses, prices and totals with VAT as the boleta
+ * states them, and for a 39 the VAT it contains on a line of its own, which the SII asks a boleta
+ * to show.
+ */
+function boletaSheet(invoice: InvoiceWithItems, merchant: MerchantRow, dte: PrintedDte & { type: 39 | 41 }, opts: RenderOptions, L: PdfLabels, locale: Locale): Sheet {
+  const boleta = boletaOf(invoice, merchant, dte);
+  const money = (amount: string) => formatMoney(amount, 'CLP', locale);
+  const totals: TotalsRow[] = [];
+  // A 39 states its global discount in pesos with VAT; a 41's is the invoice's, on exempt amounts.
+  const discount = boleta.type === 39 ? (boleta.globalDiscount?.value ?? '0') : invoice.discount_total;
+  if (!isZero(discount)) totals.push([globalDiscountLabel(invoice, L, locale), `−${money(new Decimal(discount).toFixed(0))}`, false]);
+  if (boleta.type === 39 && !isZero(boleta.totals.exempt)) totals.push([L.exemptAmount, money(boleta.totals.exempt), false]);
+  totals.push([`${L.total} CLP`, money(boleta.totals.total), true]);
+  const dates: [string, string][] = [
+    [L.internalNumber, invoice.invoice_number ?? ''],
+    [L.issueDate, formatDate(boleta.issueDate, locale)],
+    [L.dueDate, formatDate(invoice.due_date, locale)],
+  ];
+  if (invoice.external_reference) dates.push([L.reference, invoice.external_reference]);
+  return {
+    locale,
+    title: dteTitle(dte),
+    number: `${L.internalNumber} ${invoice.invoice_number ?? ''}`,
+    info: { title: dteTitle(dte), subject: `${dteTitle(dte)} - ${invoice.client_name}`, created: invoice.sent_at ?? invoice.created_at },
+    client: { label: L.consumer, name: boleta.consumer.name ?? '', lines: boleta.consumer.email ? [`${L.email}: ${boleta.consumer.email}`] : [] },
+    dates,
+    references: invoice.references.length > 0 ? [{ labels: referenceLabels(L), rows: referenceRows(invoice.references, L, locale) }] : [],
+    items: boleta.lines.map((line, i) => boletaItemRow(line, invoice.items[i]!.quantity, boleta, L, locale)),
+    totals,
+    taxInclusive: false,
+    vatNotice: boleta.type === 39 ? L.boletaVat.replace('{amount}', money(boleta.totals.tax)) : null,
+    // Not "view the invoice": the consumer holds a boleta.
+    link: { label: opts.canCharge ? L.viewAndPayOnline : L.viewDocumentOnline, url: opts.publicUrl },
+    footer: invoice.invoice_number ?? '',
+  };
 }
 
 /** The document a note modifies, as its last reference names it: by its DTE, or by its own number when it has none. */
@@ -305,6 +386,7 @@ export function renderNotePdf({ note, invoice, issueDate, modifies }: PrintedNot
     items: note.items.map((item) => itemRow(item, treatment, L, locale)),
     totals: totalsRows({ ...note, ...treatment }, L, locale, { itemised: true }),
     taxInclusive: invoice.tax_inclusive && !invoice.is_tax_exempt,
+    vatNotice: null,
     link: null,
     footer: note.number,
   };
@@ -323,37 +405,7 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
   const { dte } = opts;
   if (dte && !issuer.profile) throw new Error(`merchant ${merchant.id} has a DTE but no legal profile to print with it`);
 
-  const doc = new PDFDocument({
-    size: PAGE.size,
-    margin: PAGE.margin,
-    // No first font: pdfkit's default would load and parse Helvetica's metrics for every document,
-    // and an unregistered embedded face, once registered under a name too, would be compared with
-    // itself by serialising its name tables. The registered regular face is set below.
-    font: null as unknown as string,
-    bufferPages: true,
-    lang: locale === 'es' ? 'es-CL' : 'en-US',
-    info: {
-      // pdfkit writes these as UTF-16 text strings: any character is kept.
-      Title: sheet.info.title,
-      Author: issuer.name,
-      Subject: sheet.info.subject,
-      Creator: 'invoicing-api',
-      Producer: 'invoicing-api (PDFKit)',
-      CreationDate: sheet.info.created,
-    },
-  });
-  const fonts = pdfFonts();
-  for (const style of Object.keys(fonts) as FontStyle[]) {
-    // @types/pdfkit lags pdfkit 0.20, which takes a parsed fontkit font (CHANGELOG 0.20.0).
-    doc.registerFont(style, fonts[style] as unknown as Buffer);
-  }
-  doc.font('regular');
-  const chunks: Buffer[] = [];
-  const done = new Promise<Buffer>((resolve, reject) => {
-    doc.on('data', (c: Buffer) => chunks.push(c));
-    doc.on('end', () => resolve(Buffer.concat(chunks)));
-    doc.on('error', reject);
-  });
+  const { doc, done } = openDocument(PAGE, locale, { ...sheet.info, author: issuer.name });
 
   const left = PAGE.margin;
   const width = doc.page.width - 2 * PAGE.margin;
@@ -407,8 +459,8 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
 
   // Client (left) and dates (right).
   const colW = width / 2 - 10;
-  doc.font('bold').fontSize(9).fillColor(MUTED).text(L.billTo.toUpperCase(), left, y, { width: colW });
-  doc.font('bold').fontSize(11).fillColor(INK).text(pdfText(sheet.client.name), { width: colW });
+  doc.font('bold').fontSize(9).fillColor(MUTED).text(sheet.client.label.toUpperCase(), left, y, { width: colW });
+  if (sheet.client.name) doc.font('bold').fontSize(11).fillColor(INK).text(pdfText(sheet.client.name), { width: colW });
   doc.font('regular').fontSize(9.5).fillColor(INK);
   for (const line of sheet.client.lines) doc.text(pdfText(line), { width: colW });
   const clientBottom = doc.y;
@@ -425,12 +477,14 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
     y = drawReferenceTable(doc, table, { x: left, y, width, top: PAGE.margin, bottom: bottom() }, INK) + 22;
   }
 
-  // Items. Each description is broken into its lines once (wrap.ts) and printed as those lines:
-  // a row's height is its lines', and a row taller than a page is split between pages by its
-  // lines, the quantity and amounts printed with its first part and the line's notes with its last.
+  // Items. Each description is broken into its lines once (wrap.ts) and printed as those lines,
+  // so a row's height is its lines'. A row never spans more than one page (docs/limits.md): one
+  // taller than a page prints its description smaller until it fits, down to MIN_ROW_SIZE; only a
+  // description longer than the field limits allow (stored before them) is split between pages by
+  // its lines, the quantity and amounts printed with its first part and its notes with its last.
   const descriptionW = COLS[0].width - 2 * CELL_PAD;
   const widths = new CharWidths(doc);
-  const lineHeight = doc.font('regular').fontSize(9.5).currentLineHeight(true);
+  const lineHeightAt = (size: number) => doc.font('regular').fontSize(size).currentLineHeight(true);
   // A line's notes (its discount, its exemption) under its description, smaller and muted.
   const notesHeight = (notes: string[]) =>
     notes.length === 0 ? 0 : NOTE_GAP + doc.font('regular').fontSize(NOTE_SIZE).heightOfString(notes.join('\n'), { width: descriptionW });
@@ -452,16 +506,18 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
     rule();
   };
   /** A row of description lines, the other cells (quantity, prices, amount) and the notes under the lines. */
-  const itemRow = (lines: string[], rest: string[], notes: string[]) => {
-    doc.font('regular').fontSize(9.5);
+  const itemRow = (lines: string[], rest: string[], notes: string[], size: number) => {
+    const lineHeight = lineHeightAt(size);
+    doc.font('regular').fontSize(ROW_SIZE);
     const others = rest.map((text, i) => (text ? cellHeight(text, i + 1) : 0));
     const described = lines.length * lineHeight + notesHeight(notes);
     return {
       height: Math.max(described, ...others) + 2 * CELL_PAD,
       draw() {
-        doc.font('regular').fontSize(9.5).fillColor(INK);
+        doc.font('regular').fontSize(size).fillColor(INK);
         // Already broken into lines that fit: each is printed as it is, where the row puts it.
         lines.forEach((line, i) => doc.text(line, left + CELL_PAD, y + CELL_PAD + i * lineHeight, { lineBreak: false }));
+        doc.fontSize(ROW_SIZE);
         let x = left + COLS[0].width;
         rest.forEach((text, i) => {
           const col = COLS[i + 1]!;
@@ -486,11 +542,19 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
   // What a fresh page holds under its header.
   const pageRoom = bottom() - y;
   for (const { cells, notes } of sheet.items) {
-    doc.font('regular').fontSize(9.5);
-    let lines = wrapLines(doc, widths, cells[0]!, descriptionW);
+    const wrapAt = (size: number) => {
+      doc.font('regular').fontSize(size);
+      return wrapLines(doc, widths, cells[0]!, descriptionW);
+    };
+    let size = ROW_SIZE;
+    let lines = wrapAt(size);
     let rest = cells.slice(1);
+    while (size > MIN_ROW_SIZE && itemRow(lines, rest, notes, size).height > pageRoom) {
+      size -= 0.5;
+      lines = wrapAt(size);
+    }
     for (;;) {
-      const row = itemRow(lines, rest, notes);
+      const row = itemRow(lines, rest, notes, size);
       if (y + row.height <= bottom()) {
         row.draw();
         break;
@@ -500,12 +564,12 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
         continue;
       }
       // Taller than a page: as many lines as the page has room for, at least a few, the rest after.
-      const fit = Math.floor((bottom() - y - 2 * CELL_PAD) / lineHeight);
+      const fit = Math.floor((bottom() - y - 2 * CELL_PAD) / lineHeightAt(size));
       if (fit < 3) {
         newPage();
         continue;
       }
-      itemRow(lines.slice(0, fit), rest, []).draw();
+      itemRow(lines.slice(0, fit), rest, [], size).draw();
       lines = lines.slice(fit);
       rest = rest.map(() => '');
       newPage();
@@ -536,6 +600,10 @@ function printSheet(sheet: Sheet, merchant: MerchantRow, opts: PrintOptions): Pr
   }
   if (sheet.taxInclusive) {
     doc.font('italic').fontSize(8.5).fillColor(MUTED).text(L.taxInclusive, left, y + 2, { width, align: 'right' });
+    y = doc.y;
+  }
+  if (sheet.vatNotice) {
+    doc.font('regular').fontSize(9.5).fillColor(INK).text(pdfText(sheet.vatNotice), left, y + 4, { width: width - CELL_PAD, align: 'right' });
     y = doc.y;
   }
 

@@ -4,7 +4,7 @@ import { defineRoute } from '../http/route.js';
 import type { NoteKind } from '../invoices/note-queries.js';
 import { creditNoteIdParams, debitNoteIdParams } from '../invoices/note-schemas.js';
 import { invoiceIdParams } from '../invoices/schemas.js';
-import { invoiceCopyPdf, invoicePdf, notePdf, type InvoicePdf } from './store.js';
+import { invoiceCopyPdf, invoicePdf, invoiceTicketPdf, notePdf, type InvoicePdf } from './store.js';
 
 /** Headers of a PDF download, shared by the API route and the hosted page's link. */
 export function pdfHeaders(pdf: InvoicePdf): Record<string, string> {
@@ -26,6 +26,13 @@ const pdfQuery = z.object({
     description:
       "`cedible`: the SII's cedible copy of a factura (an invoice whose DTE is of type 33 or 34), with CEDIBLE and the receipt box of Ley 19.983 (Nombre, R.U.T., Fecha, Recinto, Firma); an invoice without such a DTE answers 422 on `copy`",
   }),
+  format: z
+    .enum(['a4', 'ticket'])
+    .optional()
+    .meta({
+      description:
+        "`a4` (the default): the document on A4 pages. `ticket`: a boleta (an invoice whose DTE is of type 39 or 41) on a receipt printer's 80 mm roll, one column as tall as its content, with the timbre; rendered once and stored like the A4 document, a different document from it. A factura has no ticket (its printed representation is the A4 one, cedible copy included): an invoice without a boleta, a draft included, answers 422 on `format`, as does `ticket` with `copy`",
+    }),
 });
 
 const NOTE_PDFS = {
@@ -67,7 +74,7 @@ export const pdfRoutes = [
     operationId: 'getInvoicePdf',
     summary: 'Download the invoice PDF',
     description:
-      "The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored. With `copy=cedible`, the cedible copy of a factura (DTE type 33 or 34), rendered on each request and never stored.",
+      "The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored. With `copy=cedible`, the cedible copy of a factura (DTE type 33 or 34), rendered on each request and never stored. With `format=ticket`, a boleta (DTE type 39 or 41) on an 80 mm receipt roll, stored apart from the A4 document.",
     tag: 'Invoices',
     scope: 'invoices:read',
     params: invoiceIdParams,
@@ -75,9 +82,16 @@ export const pdfRoutes = [
     response: { status: 200, description: 'The PDF document', contentType: 'application/pdf' },
     errors: ['invoice_not_found'],
     handler: async ({ params, query, auth, ctx, db }) => {
-      const pdf = query.copy
-        ? await invoiceCopyPdf(db, auth.merchant.id, params.invoice_id, query.copy, ctx.config.publicBaseUrl)
-        : await invoicePdf(db, auth.merchant.id, params.invoice_id, ctx.config.publicBaseUrl);
+      if (query.format === 'ticket' && query.copy) {
+        throw AppError.validation([{ path: 'format', message: 'a cedible copy is a factura\'s and prints on A4 only' }]);
+      }
+      const base = ctx.config.publicBaseUrl;
+      const pdf =
+        query.format === 'ticket'
+          ? await invoiceTicketPdf(db, auth.merchant.id, params.invoice_id, base)
+          : query.copy
+            ? await invoiceCopyPdf(db, auth.merchant.id, params.invoice_id, query.copy, base)
+            : await invoicePdf(db, auth.merchant.id, params.invoice_id, base);
       if (!pdf) throw new AppError('invoice_not_found', `No invoice ${params.invoice_id}.`);
       return { status: 200, body: pdf.content, headers: pdfHeaders(pdf) };
     },

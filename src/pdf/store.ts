@@ -70,11 +70,45 @@ export async function invoiceCopyPdf(db: Queryable, merchantId: string, invoiceI
   if (!invoice) return null;
   const [merchant, dte] = await Promise.all([chargingMerchant(db, merchantId), findInvoiceDte(db, invoiceId)]);
   if (!merchant) return null;
-  if (!dte) throw AppError.validation([{ path: 'copy', message: 'only a factura (DTE type 33 or 34) has a cedible copy, and this invoice has no tax document' }]);
+  if (dte?.dte_type !== 33 && dte?.dte_type !== 34) throw AppError.validation([{ path: 'copy', message: 'only a factura (DTE type 33 or 34) has a cedible copy, and this invoice has none' }]);
   const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
   const content = await renderInvoicePdfInThread(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: printedDte(dte), copy });
   return { content, sha256: sha256(content), draft: false, filename: pdfFilename(invoice, copy) };
 }
+
+/**
+ * A boleta's ticket (decisions §20): the boleta on a receipt printer's 80 mm roll, or null when
+ * there is no such invoice; a 422 on `format` for an invoice without a boleta (a DTE of type 39 or
+ * 41), a draft included: a factura's printed representation is the A4 one, with its receiver's
+ * data and room for the cedible copy. Rendered once and stored apart from the invoice's document
+ * (invoice_pdf_variants), as that document is: every reprint is the same bytes.
+ */
+export async function invoiceTicketPdf(db: Queryable, merchantId: string, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
+  const stored = await q.storedVariantFor(db, merchantId, invoiceId, 'ticket');
+  if (stored) return ticketPdf(stored, stored.invoice);
+  const invoice = await getInvoice(db, merchantId, invoiceId);
+  if (!invoice) return null;
+  const [merchant, dte] = await Promise.all([chargingMerchant(db, merchantId), findInvoiceDte(db, invoiceId)]);
+  if (!merchant) return null;
+  if (dte?.dte_type !== 39 && dte?.dte_type !== 41) {
+    throw AppError.validation([{ path: 'format', message: 'only a boleta (DTE type 39 or 41) prints as a ticket, and this invoice has none' }]);
+  }
+  const publicUrl = publicInvoiceUrl(publicBase, invoice.public_token);
+  const content = await renderInvoicePdfInThread(invoice, merchant, { draft: false, publicUrl, canCharge: merchant.can_charge, dte: printedDte(dte), format: 'ticket' });
+  const hash = sha256(content);
+  if (await q.insertVariantIfAbsent(db, invoice.id, 'ticket', content, hash, clock.now())) return ticketPdf({ content, sha256: hash }, invoice);
+  // Another caller stored first: theirs is the ticket.
+  const kept = await q.storedVariantFor(db, merchantId, invoice.id, 'ticket');
+  if (!kept) throw new Error(`invoice_pdf_variants row of ${invoice.id} vanished after insert`);
+  return ticketPdf(kept, kept.invoice);
+}
+
+const ticketPdf = (pdf: { content: Buffer; sha256: string }, invoice: Parameters<typeof pdfFilename>[0]): InvoicePdf => ({
+  content: pdf.content,
+  sha256: pdf.sha256,
+  draft: false,
+  filename: pdfFilename(invoice, 'ticket'),
+});
 
 /** An issued invoice's stored document, named after the invoice. */
 const issuedPdf = (pdf: { content: Buffer; sha256: string }, invoice: Parameters<typeof pdfFilename>[0]): InvoicePdf => ({

@@ -15,6 +15,8 @@ const labelKeys = [
   'draftNotice',
   'from',
   'billTo',
+  'consumer',
+  'internalNumber',
   'email',
   'rut',
   'phone',
@@ -44,11 +46,13 @@ const labelKeys = [
   'tax',
   'taxExempt',
   'taxInclusive',
+  'boletaVat',
   'total',
   'currency',
   'exchangeRate',
   'viewAndPayOnline',
   'viewOnline',
+  'viewDocumentOnline',
   'page',
   'of',
   'filenameDraft',
@@ -110,6 +114,9 @@ export function pdfText(value: string): string {
 /** A copy of an issued document other than the original: the SII's "cedible" copy of a factura. */
 export type PdfCopy = 'cedible';
 
+/** The page a document prints on: A4, or a receipt printer's 80 mm roll (a boleta's ticket, decisions §20). */
+export type PdfFormat = 'a4' | 'ticket';
+
 const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };
 const currencyDigits = (currency: string) => (currency === 'CLP' ? 0 : currency === 'CLF' ? 4 : 2);
 
@@ -139,8 +146,8 @@ export function formatRateNumber(rate: string, locale: Locale): string {
   return new Intl.NumberFormat(intlLocale[locale], { maximumFractionDigits: 6 }).format(new Decimal(rate).toFixed() as never);
 }
 
-/** A file name safe in a Content-Disposition header: INV-000001.pdf, INV-000001-cedible.pdf, borrador-<id>.pdf. */
-export function pdfFilename(invoice: { id: string; invoice_number: string | null; status: string; locale: Locale }, copy?: PdfCopy): string {
+/** A file name safe in a Content-Disposition header: INV-000001.pdf, INV-000001-cedible.pdf, INV-000001-ticket.pdf, borrador-<id>.pdf. */
+export function pdfFilename(invoice: { id: string; invoice_number: string | null; status: string; locale: Locale }, copy?: PdfCopy | 'ticket'): string {
   const base =
     invoice.status === 'draft' || !invoice.invoice_number
       ? `${pdfLabels(invoice.locale).filenameDraft}-${invoice.id}`

@@ -17,6 +17,7 @@ import { providerFor } from '../checkout/providers/registry.js';
 import type { CustomerAction } from '../checkout/providers/provider.js';
 import { csrfMatches, fromOurOrigin, registerFormParser } from './forms.js';
 import { compilePublic, readLabels, readPublic, styleHash } from './templates.js';
+import { publicInvoiceUrl } from '../invoices/public-url.js';
 
 /** What a checkout token can look like (ours are 32 base64url characters): anything else is a 404 without a query. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
@@ -27,7 +28,7 @@ const CONFIRMING_REFRESH_SECONDS = 5;
 
 const labelKeys = [
   'title', 'payTo', 'invoice', 'taxIncluded', 'pay', 'simulateDecline', 'sandboxNote', 'declined', 'expiresAt',
-  'backToPayment', 'questions', 'completedTitle', 'completedBody', 'expiredTitle', 'closedTitle', 'notFoundTitle',
+  'backToPayment', 'questions', 'completedTitle', 'completedBody', 'boleta', 'expiredTitle', 'closedTitle', 'notFoundTitle',
   'notFoundBody', 'confirmingTitle', 'confirmingBody', 'forbiddenTitle', 'forbiddenBody', 'sessionExpiredTitle', 'sessionExpiredBody', 'errorTitle', 'errorBody',
 ] as const;
 
@@ -182,6 +183,8 @@ async function renderPage(ctx: AppContext, s: CheckoutRow, confirming = false): 
     stateBody: closed === 'completed' ? L.completedBody : closed ? back[`${closed}Body`] : state === 'confirming' ? L.confirmingBody : '',
     returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
     returnLabel: back.back,
+    // A paid sale's boleta is the customer's tax document (decisions §20): its PDF is linked here.
+    boletaHref: closed === 'completed' && (invoice.dte_type === 39 || invoice.dte_type === 41) ? `${publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token)}/pdf` : null,
   });
 }
 
