@@ -10,6 +10,7 @@ import { deliverEmail } from './email-send.js';
 import { sweepOverdue } from './overdue-sweep.js';
 import { scheduleReminders } from './reminders-schedule.js';
 import { purgeExpired } from './idempotency-purge.js';
+import { purgeExpiredEvents } from '../src/retention/purge.js';
 import { expireCheckouts } from './checkout-expire.js';
 import { pollDteStatus, submitDtes, sweepDtes } from './dte-submit.js';
 import { fanOut } from './webhook-fanout.js';
@@ -270,6 +271,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   await workEach(boss, log, queues.dteSubmit.name, EFFECTS.dte, polling, (job) => submitDtes(deps, job.data));
   await workEach(boss, log, queues.dteStatus.name, EFFECTS.dte, polling, (job) => pollDteStatus(deps, job.data));
   await workScheduled(boss, log, queues.dteSweep.name, () => sweepDtes(deps));
+  await workScheduled(boss, log, queues.eventPurge.name, () => purgeExpiredEvents(deps.sql, config.EVENT_RETENTION_DAYS));
 
   // Decisions §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
   // planner runs often enough to catch 09:00 in every time zone; purges hourly.
@@ -280,6 +282,8 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   await boss.schedule(queues.checkoutExpire.name, '*/10 * * * *');
   // Submission and polls are jobs of their own; this only catches what they gave up on.
   await boss.schedule(queues.dteSweep.name, '*/15 * * * *');
+  // Once a day, at an hour of little traffic in Chile.
+  await boss.schedule(queues.eventPurge.name, '23 7 * * *');
 
   return {
     deps,

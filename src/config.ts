@@ -54,6 +54,9 @@ export const configSchema = z.object({
   WEBHOOK_DISABLE_AFTER_FAILURES: positiveInt.default(20),
   WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().int().min(0).default(86_400),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: bool.default(false),
+  // Decisions §18: how long events, their deliveries and attempts are kept; recover reaches no
+  // further back.
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).default(30),
   // Decisions §11: a checkout session can be paid for 24 hours unless told otherwise.
   CHECKOUT_TTL_SECONDS: positiveInt.default(86_400),
   // Decisions §15: the SII certificate whose key signs CAFs (PEM or DER). Unset: the SII's

@@ -348,7 +348,7 @@ export interface paths {
         };
         /**
          * Download the invoice PDF
-         * @description The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored. With `copy=cedible`, the cedible copy of a factura (DTE type 33 or 34), rendered on each request and never stored.
+         * @description The invoice as a PDF in its locale (`es` or `en`). An issued invoice's PDF is rendered once and stored: every later download, the hosted page and the invoice e-mail serve the same bytes, whose SHA-256 is in the `X-Content-SHA256` header. A draft's PDF is a preview rendered on demand and marked as a draft (BORRADOR / DRAFT); it is never stored. With `copy=cedible`, the cedible copy of a factura (DTE type 33 or 34), rendered on each request and never stored. With `format=ticket`, a boleta (DTE type 39 or 41) on an 80 mm receipt roll, stored apart from the A4 document.
          *
          *     Scope: `invoices:read`.
          */
@@ -705,6 +705,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/external/webhooks/endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again every event the endpoint missed in a time window
+         * @description Every event of the endpoint's subscription (its types, created since the endpoint was) in [since, until) that did not reach it — never delivered to it (emitted while it was disabled), or whose delivery failed or is still waiting for a retry, and that no replay delivered — is delivered again as a new delivery with a fresh attempt budget, due now; a delivery still waiting for a retry stops, so nothing arrives twice. A replay already under way is left to finish. `since` is at most EVENT_RETENTION_DAYS (default 30) ago, else 422 naming `since`. At most 1000 events per call, oldest first: `has_more` says to call again. A disabled endpoint is 422 naming `endpoint_id`: enable it first (PATCH enabled: true).
+         *
+         *     Scope: `webhooks:manage`.
+         */
+        post: operations["recoverWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/external/webhooks/verify-signature": {
         parameters: {
             query?: never;
@@ -721,6 +743,50 @@ export interface paths {
          *     Scope: `webhooks:manage`.
          */
         post: operations["verifyWebhookSignature"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events, newest first
+         * @description Every event of the account within the retention (EVENT_RETENTION_DAYS, default 30 days), ordered by id (UUIDv7, so by time), newest first; each exactly the body its webhook deliveries carry. Page with `starting_after`, the last id of a page (one of your events, else 422 naming it). `created_gte` (inclusive) and `created_lt` (exclusive) filter on created_at. `delivery_success=false` finds what to redeliver: POST /webhooks/endpoints/{endpoint_id}/recover sends it again.
+         *
+         *     Scope: `webhooks:manage`.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description The event exactly as its webhook deliveries carry it. An event older than the retention is gone: 404 event_not_found.
+         *
+         *     Scope: `webhooks:manage`.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2579,10 +2645,12 @@ export interface components {
         DteSummary: {
             /** @description True when the merchant issues Chilean tax documents: its tax profile is complete for them, and it has a signing certificate and CAFs */
             enabled: boolean;
-            /** @description Folios left to issue per document type (33 factura, 34 factura exenta, 61 nota de crédito), from the CAFs loaded */
+            /** @description Folios left to issue per document type (33 factura, 34 factura exenta, 39 boleta, 41 boleta exenta, 61 nota de crédito), from the CAFs loaded */
             folios_left: {
                 33: number;
                 34: number;
+                39: number;
+                41: number;
                 61: number;
             };
         };
@@ -2775,11 +2843,66 @@ export interface components {
              */
             created_at: string;
         };
+        WebhookRecovery: {
+            /** @description Events queued for delivery again */
+            events: number;
+            /** @description More missed events wait in the window (at most 1000 are queued per call): call again */
+            has_more: boolean;
+        };
         SignatureVerification: {
             valid: boolean;
             message: string;
             /** @description The header we would have sent, when invalid and the payload was given */
             expected_signature?: string;
+        };
+        /** @description An event exactly as its webhook deliveries carry it (decisions §10) */
+        Event: {
+            /**
+             * Format: uuid
+             * @description The event id (UUIDv7: ordered by time), also sent as X-Webhook-Id
+             */
+            id: string;
+            /** @enum {string} */
+            type: "invoice.created" | "invoice.sent" | "invoice.viewed" | "invoice.overdue" | "invoice.reminder_sent" | "invoice.paid" | "invoice.cancelled" | "invoice.dte_accepted" | "invoice.dte_rejected" | "credit_note.created" | "debit_note.created" | "client.created" | "client.updated" | "checkout.completed" | "checkout.expired" | "payment.succeeded" | "payment.failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            created_at: string;
+            /** @constant */
+            api_version: "v1";
+            /** @description False: stored events are real; deliveries to a sandbox endpoint carry true */
+            is_test: boolean;
+            /** @description `{ object: the resource as its GET returned it then }`, and for invoice.reminder_sent `reminder`: as the webhook of this type documents it (`InvoicePaidEvent`, …) */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description No event with this id for your account: never, or older than the retention (EVENT_RETENTION_DAYS) */
+        EventNotFoundError: {
+            /**
+             * @description Stable identifier: branch on it, not on message
+             * @constant
+             */
+            code: "event_not_found";
+            /** @description Prose; may be reworded */
+            message: string;
+            /**
+             * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
+             * @example never
+             */
+            retry: string;
+            /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
+            details: null | false;
+            /** @description Equals the X-Request-Id response header */
+            request_id: string;
+            /** @description Request path without the query string */
+            path: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:16:13.123Z
+             */
+            timestamp: string;
         };
         /** @description An invoice was created (draft or sent). */
         InvoiceCreatedEvent: {
@@ -6290,6 +6413,8 @@ export interface operations {
             query?: {
                 /** @description `cedible`: the SII's cedible copy of a factura (an invoice whose DTE is of type 33 or 34), with CEDIBLE and the receipt box of Ley 19.983 (Nombre, R.U.T., Fecha, Recinto, Firma); an invoice without such a DTE answers 422 on `copy` */
                 copy?: "cedible";
+                /** @description `a4` (the default): the document on A4 pages. `ticket`: a boleta (an invoice whose DTE is of type 39 or 41) on a receipt printer's 80 mm roll, one column as tall as its content, with the timbre; rendered once and stored like the A4 document, a different document from it. A factura has no ticket (its printed representation is the A4 one, cedible copy included): an invoice without a boleta, a draft included, answers 422 on `format`, as does `ticket` with `copy` */
+                format?: "a4" | "ticket";
             };
             header?: never;
             path: {
@@ -9296,6 +9421,200 @@ export interface operations {
             };
         };
     };
+    recoverWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first answer for 24 hours (header Idempotent-Replayed: true) instead of repeating the work. 1 to 255 characters; a UUID is a good choice. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-20T00:00:00Z"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description Recover events created at or after this instant; at most EVENT_RETENTION_DAYS (default 30) ago
+                     */
+                    since: string;
+                    /**
+                     * Format: date-time
+                     * @description Recover events created before this instant; default now
+                     */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description How many events are queued for delivery */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: webhook_endpoint_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointNotFoundError"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestTimeoutError"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description Error: validation_error */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
     verifyWebhookSignature: {
         parameters: {
             query?: never;
@@ -9415,6 +9734,257 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description An event id of yours: the page after it (older events) */
+                starting_after?: string;
+                /** @description One event type or a comma-separated list */
+                type?: string;
+                /** @description Only events created at or after this instant */
+                created_gte?: string;
+                /** @description Only events created before this instant */
+                created_lt?: string;
+                /** @description false: events some endpoint of yours has not received yet or gave up on (a delivery not successful, and no replay of it that was); true: events every endpoint they were sent to received */
+                delivery_success?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first (by id) */
+                        data: components["schemas"]["Event"][];
+                        /** @description More events follow: pass the last id as `starting_after` */
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: validation_error */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description Error: service_unavailable */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceUnavailableError"];
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description Error: validation_error */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Error: missing_api_key, invalid_api_key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"];
+                };
+            };
+            /** @description Error: ip_not_allowed, insufficient_scope */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpNotAllowedError"] | components["schemas"]["InsufficientScopeError"];
+                };
+            };
+            /** @description Error: event_not_found */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventNotFoundError"];
                 };
             };
             /** @description Error: validation_error */

@@ -3,6 +3,7 @@
 // prose is templates/docs/guide.md.hbs, so that llms.txt (Markdown), the HTML page and the
 // OpenAPI description all render the same words. Everything that lists routes or codes is
 // derived here and filled into the template, never typed there.
+import { configSchema } from '../config.js';
 import { errorCatalogue, type ErrorCode } from '../errors.js';
 import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
@@ -10,6 +11,7 @@ import { eventTypes, type EventType } from '../events/emit.js';
 import { eventDataFields, eventSchemaName } from '../events/schemas.js';
 import { DEFAULT_RETRY_SCHEDULE, DELIVERIES_PER_ENDPOINT } from '../webhooks/delivery.js';
 import { DELIVERY_TIMEOUT_MS, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
+import { RECOVER_MAX } from '../webhooks/recover.js';
 import { deliveryErrorCategories } from '../webhooks/schemas.js';
 import { MAX_ENDPOINTS_PER_MERCHANT, TEST_DELIVERIES_IN_FLIGHT } from '../webhooks/service.js';
 import { mdCell, parseSections, type Block, type Section } from './markdown.js';
@@ -97,7 +99,7 @@ export const errorMeanings: Partial<Record<ErrorCode, string>> = {
   webhook_endpoint_invalid: `The webhook URL is not an allowed https:// address (a private or unresolvable host, a port other than 443 and 8443), is already registered, or the account has its ${MAX_ENDPOINTS_PER_MERCHANT} endpoints`,
   webhook_endpoint_not_found: 'No webhook endpoint with this id for your account',
   webhook_delivery_not_found: 'Admin: no webhook delivery with this id',
-  event_not_found: 'Admin: no event with this id',
+  event_not_found: 'No event with this id for your account: never, or older than the retention (EVENT_RETENTION_DAYS)',
   payment_not_found: 'No payment with this id for your account',
   route_not_found: 'No such route (check the method and the path)',
   payload_too_large: 'The body is larger than 1 MiB',
@@ -123,7 +125,8 @@ const guideTemplate = compileDocs('guide.md.hbs');
 export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
   const named = (list: RouteDef[]) => list.map((r) => `${r.method} ${displayPath(r.path)}`);
   const routesOf = (scope: Scope | null) => mdCell(named(routes.filter((r) => r.scope === scope)).join(', '));
-  const lists = routes.filter((r) => r.method === 'GET' && r.query && 'limit' in ((r.query as { shape?: object }).shape ?? {}));
+  // The lists paged by offset: GET /events pages by `starting_after` (decisions §18), said in its own paragraph.
+  const lists = routes.filter((r) => r.method === 'GET' && r.query && 'offset' in ((r.query as { shape?: object }).shape ?? {}));
   const text = guideTemplate({
     summary: API_SUMMARY,
     base_url: baseUrl,
@@ -157,6 +160,8 @@ export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
     })),
     paid_event_schema: eventSchemaName('invoice.paid'),
     delivery_errors: deliveryErrorCategories,
+    event_retention_days: configSchema.shape.EVENT_RETENTION_DAYS.parse(undefined),
+    recover_max: RECOVER_MAX,
   });
   return parseSections(text);
 }

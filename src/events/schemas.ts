@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from '../http/schemas.js';
+import { timestamp, uuid } from '../http/schemas.js';
 import { checkoutSession } from '../checkout/schemas.js';
 import { clientResource } from '../clients/schemas.js';
 import { creditNoteResource, debitNoteResource } from '../invoices/note-schemas.js';
@@ -63,3 +63,68 @@ function eventSchema(type: EventType) {
 }
 
 export const eventSchemas = Object.fromEntries(eventTypeNames.map((type) => [type, eventSchema(type)])) as Record<EventType, ReturnType<typeof eventSchema>>;
+
+// ─── The events API (decisions §18) ──────────────────────────────────────────
+
+const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
+
+/**
+ * An event as GET /events answers it: the stored body, which is the body of its deliveries to
+ * every endpoint that is not a sandbox (a sandbox's say `is_test: true`). `data` is served as
+ * stored, not through the schema of its type: an event written before a resource gained or lost
+ * a field must still read back as it was delivered. Each type's `data` is documented with its
+ * webhook (`InvoicePaidEvent` and the others).
+ */
+export const eventResource = z
+  .object({
+    id: z.string().meta({ format: 'uuid', description: 'The event id (UUIDv7: ordered by time), also sent as X-Webhook-Id' }),
+    type: z.enum(eventTypeNames),
+    created_at: timestamp,
+    api_version: z.literal('v1'),
+    is_test: z.boolean().meta({ description: 'False: stored events are real; deliveries to a sandbox endpoint carry true' }),
+    data: z
+      .record(z.string(), z.unknown())
+      .meta({ description: '`{ object: the resource as its GET returned it then }`, and for invoice.reminder_sent `reminder`: as the webhook of this type documents it (`InvoicePaidEvent`, …)' }),
+  })
+  .meta({ id: 'Event', description: 'An event exactly as its webhook deliveries carry it (decisions §10)' });
+
+export const eventList = z.object({
+  data: z.array(eventResource).meta({ description: 'Newest first (by id)' }),
+  has_more: z.boolean().meta({ description: 'More events follow: pass the last id as `starting_after`' }),
+});
+
+/** `invoice.paid,invoice.sent` → the types, each known; an unknown one is a 422 naming `type`. */
+const typeFilter = z.string().transform((value, ctx) => {
+  const types = [...new Set(value.split(',').map((t) => t.trim()))];
+  const unknown = types.filter((t) => !(eventTypeNames as string[]).includes(t));
+  if (unknown.length > 0) {
+    ctx.addIssue({ code: 'custom', message: `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; must be one of: ${eventTypeNames.join(', ')}`, input: value });
+    return z.NEVER;
+  }
+  return types as EventType[];
+});
+
+export const listEventsQuery = z
+  .strictObject({
+    limit: z.coerce.number().int().min(1).max(100).default(50),
+    starting_after: z.uuid({ message: 'must be an event id (a UUID)' }).optional().meta({ description: 'An event id of yours: the page after it (older events)' }),
+    type: typeFilter.optional().meta({ description: 'One event type or a comma-separated list', example: 'invoice.paid,invoice.cancelled' }),
+    created_gte: rfc3339.optional().meta({ description: 'Only events created at or after this instant' }),
+    created_lt: rfc3339.optional().meta({ description: 'Only events created before this instant' }),
+    delivery_success: z
+      .enum(['true', 'false'], { message: 'must be true or false' })
+      .transform((v) => v === 'true')
+      .optional()
+      .meta({
+        description:
+          'false: events some endpoint of yours has not received yet or gave up on (a delivery not successful, and no replay of it that was); ' +
+          'true: events every endpoint they were sent to received',
+      }),
+  })
+  .refine((q) => q.created_gte === undefined || q.created_lt === undefined || Date.parse(q.created_lt) > Date.parse(q.created_gte), {
+    path: ['created_lt'],
+    message: 'must be later than created_gte',
+  });
+export type ListEventsQuery = z.output<typeof listEventsQuery>;
+
+export const eventIdParams = z.strictObject({ event_id: uuid });

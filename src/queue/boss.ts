@@ -96,6 +96,9 @@ export const queues = {
   // call is retried like the submission.
   dteStatus: { name: 'dte-status', expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600 },
   dteSweep: { name: 'dte-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
+  // Decisions §18: the daily purge of what is older than the retention, in short batches; a run
+  // that removes a month at once takes minutes, and its heartbeat keeps it its own meanwhile.
+  eventPurge: { name: 'event-purge', expireInSeconds: 3600, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 2, retryDelay: 300 },
 } as const satisfies Record<string, Queue>;
 
 export type QueueName = (typeof queues)[keyof typeof queues]['name'];

@@ -68,7 +68,7 @@ export interface AttemptRow {
 // Advisory lock classes of the two-key form, whose keys never meet the one-key locks of
 // migrations and tests. The second key is the merchant's: merchants never wait for each other,
 // but for a rare hash collision that only serialises two short transactions.
-const lockClasses = { endpoints: 727_010, testDeliveries: 727_011 } as const;
+const lockClasses = { endpoints: 727_010, testDeliveries: 727_011, recover: 727_012 } as const;
 
 /** Held until the transaction ends: counting then inserting is one step for this merchant. */
 export async function lockMerchant(db: Queryable, what: keyof typeof lockClasses, merchantId: string): Promise<void> {
@@ -249,6 +249,66 @@ export async function insertDeliveries(db: Queryable, ds: NewDelivery[]): Promis
       ${ds.map((d) => d.now.toISOString())}::text[]::timestamptz[], ${ds.map((d) => d.now.toISOString())}::text[]::timestamptz[])
     ON CONFLICT (event_id, endpoint_id) WHERE replay_of IS NULL DO NOTHING
     RETURNING *`;
+}
+
+// ─── Recover (decisions §18) ─────────────────────────────────────────────────
+
+/** An event the endpoint missed, with its original delivery to it when there is one. */
+export interface MissedEvent {
+  id: string;
+  type: string;
+  payload: string;
+  original: Pick<DeliveryRow, 'id' | 'payload' | 'is_test' | 'status'> | null;
+}
+
+export interface MissedWindow {
+  since: Date;
+  until: Date;
+  limit: number;
+}
+
+/**
+ * The events of the endpoint's subscription (its merchant's, of its types, created since the
+ * endpoint was) in [since, until), oldest first, that it has not received: no delivery to it at
+ * all (emitted while it was disabled), or an original delivery that did not succeed and that no
+ * replay delivered or is delivering now. A replay in flight is left to finish: a second recover
+ * while the first one's deliveries run sends nothing twice.
+ */
+export async function missedEvents(db: Queryable, endpoint: EndpointRow, w: MissedWindow): Promise<MissedEvent[]> {
+  const rows = await db<(Omit<MissedEvent, 'original'> & { original_id: string | null; original_payload: string | null; original_is_test: boolean | null; original_status: DeliveryStatus | null })[]>`
+    SELECT ev.id, ev.type, ev.payload::text AS payload,
+           o.id AS original_id, o.payload AS original_payload, o.is_test AS original_is_test, o.status AS original_status
+      FROM events ev
+      LEFT JOIN webhook_deliveries o
+        ON o.event_id = ev.id AND o.endpoint_id = ${endpoint.id}::uuid AND o.replay_of IS NULL
+       -- Implied (a delivery is made after its event), said so the endpoint's deliveries are read
+       -- from webhook_deliveries_endpoint_created over the window only.
+       AND o.created_at >= ${w.since}::timestamptz
+     WHERE ev.merchant_id = ${endpoint.merchant_id}::uuid
+       AND ev.created_at >= ${w.since}::timestamptz AND ev.created_at < ${w.until}::timestamptz
+       AND ev.created_at >= ${endpoint.created_at}::timestamptz
+       AND (cardinality(${endpoint.events}::text[]) = 0 OR ev.type = ANY (${endpoint.events}::text[]))
+       AND (o.id IS NULL OR o.status <> 'success')
+       -- Without an original (o.id null) no replay matches: a plain anti-join on replay_of.
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r WHERE r.replay_of = o.id AND r.status <> 'failed')
+     ORDER BY ev.created_at, ev.id
+     LIMIT ${w.limit}::int`;
+  return rows.map(({ original_id, original_payload, original_is_test, original_status, ...ev }) => ({
+    ...ev,
+    original: original_id ? { id: original_id, payload: original_payload!, is_test: original_is_test!, status: original_status! } : null,
+  }));
+}
+
+/**
+ * Originals still waiting for a retry that a recover replaces with a delivery due now: they stop,
+ * so the receiver does not get the event twice (their queued jobs then find nothing to do).
+ */
+export async function supersedeDeliveries(db: Queryable, ids: string[], now: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await db`
+    UPDATE webhook_deliveries SET status = 'failed', next_retry_at = NULL, leased_until = NULL, completed_at = ${now},
+           last_error = 'superseded by a recover', updated_at = ${now}
+     WHERE id = ANY (${ids}::uuid[]) AND status IN ('pending', 'retrying')`;
 }
 
 // ─── Deliveries and attempts ─────────────────────────────────────────────────

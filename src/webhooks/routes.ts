@@ -1,6 +1,7 @@
 import { defineRoute } from '../http/route.js';
 import * as s from './schemas.js';
 import * as service from './service.js';
+import { RECOVER_MAX, recoverEndpoint } from './recover.js';
 
 // The spec: a malformed id on webhook routes is 422, where other resources answer 400.
 const malformedIdStatus = 422;
@@ -141,6 +142,32 @@ export const webhookRoutes = [
     handler: async ({ params, body, auth, ctx }) => ({
       status: 200,
       body: await service.testEndpoint(ctx.sql, auth.merchant.id, params.endpoint_id, body?.event, ctx),
+    }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/webhooks/endpoints/:endpoint_id/recover',
+    operationId: 'recoverWebhookEndpoint',
+    summary: 'Deliver again every event the endpoint missed in a time window',
+    description:
+      'Every event of the endpoint\'s subscription (its types, created since the endpoint was) in [since, until) that did not reach it — ' +
+      'never delivered to it (emitted while it was disabled), or whose delivery failed or is still waiting for a retry, and that no replay delivered — ' +
+      'is delivered again as a new delivery with a fresh attempt budget, due now; a delivery still waiting for a retry stops, so nothing arrives twice. ' +
+      'A replay already under way is left to finish. `since` is at most EVENT_RETENTION_DAYS (default 30) ago, else 422 naming `since`. ' +
+      `At most ${RECOVER_MAX} events per call, oldest first: \`has_more\` says to call again. ` +
+      'A disabled endpoint is 422 naming `endpoint_id`: enable it first (PATCH enabled: true).',
+    tag: 'Webhooks',
+    scope: 'webhooks:manage',
+    params: s.endpointIdParams,
+    malformedIdStatus,
+    body: s.recoverBody,
+    idempotent: true,
+    response: { status: 202, description: 'How many events are queued for delivery', schema: s.recoverResult },
+    errors: ['webhook_endpoint_not_found'],
+    example: { body: { since: '2026-11-20T00:00:00Z' } },
+    handler: async ({ params, body, auth, ctx, db }) => ({
+      status: 202,
+      body: await recoverEndpoint(db, ctx, auth.merchant.id, params.endpoint_id, body),
     }),
   }),
   defineRoute({

@@ -124,3 +124,20 @@ export const verifyResult = z
     expected_signature: z.string().optional().meta({ description: 'The header we would have sent, when invalid and the payload was given' }),
   })
   .meta({ id: 'SignatureVerification' });
+
+const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
+
+export const recoverBody = z
+  .strictObject({
+    since: rfc3339.meta({ description: 'Recover events created at or after this instant; at most EVENT_RETENTION_DAYS (default 30) ago' }),
+    until: rfc3339.optional().meta({ description: 'Recover events created before this instant; default now' }),
+  })
+  .refine((b) => b.until === undefined || Date.parse(b.until) > Date.parse(b.since), { path: ['until'], message: 'must be later than since' });
+export type RecoverInput = z.output<typeof recoverBody>;
+
+export const recoverResult = z
+  .object({
+    events: z.number().int().meta({ description: 'Events queued for delivery again' }),
+    has_more: z.boolean().meta({ description: 'More missed events wait in the window (at most 1000 are queued per call): call again' }),
+  })
+  .meta({ id: 'WebhookRecovery' });

@@ -174,7 +174,7 @@ export function verify(signature: string, secret: string, payload: string | unde
 }
 
 /** The body a sandbox endpoint receives says so: its deliveries are test deliveries. */
-function payloadFor(eventText: string, isTest: boolean): string {
+export function payloadFor(eventText: string, isTest: boolean): string {
   if (!isTest) return eventText;
   return JSON.stringify({ ...(JSON.parse(eventText) as Record<string, unknown>), is_test: true });
 }
