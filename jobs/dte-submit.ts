@@ -11,7 +11,7 @@ function submissionDeps(deps: WorkerDeps): SubmissionDeps {
   return { sql: deps.sql, boss: deps.boss, secrets: deps.secrets, config: deps.config, urls: invoiceUrls(deps.config) };
 }
 
-/** Uploads a merchant's documents waiting for SII (decisions §15). */
+/** Uploads a merchant's documents waiting for SII (docs/decisions.md §15). */
 export async function submitDtes(deps: WorkerDeps, data: unknown): Promise<void> {
   await submitMerchant(submissionDeps(deps), submitPayload.parse(data).merchant_id);
 }

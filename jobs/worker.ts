@@ -273,7 +273,7 @@ export async function startWorker(config: Config, sql: Sql, opts: WorkerOptions 
   await workScheduled(boss, log, queues.dteSweep.name, () => sweepDtes(deps));
   await workScheduled(boss, log, queues.eventPurge.name, () => purgeExpiredEvents(deps.sql, config.EVENT_RETENTION_DAYS));
 
-  // Decisions §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
+  // docs/decisions.md §4: the overdue sweep every 10 minutes; reminders at 09:00 merchant time, so the
   // planner runs often enough to catch 09:00 in every time zone; purges hourly.
   await boss.schedule(queues.overdueSweep.name, '*/10 * * * *');
   await boss.schedule(queues.remindersSchedule.name, '*/10 * * * *');

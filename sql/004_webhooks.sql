@@ -1,4 +1,4 @@
--- Webhooks: endpoints, one delivery per (event, endpoint), every attempt kept (decisions §10).
+-- Webhooks: endpoints, one delivery per (event, endpoint), every attempt kept (docs/decisions.md §10).
 
 CREATE TABLE webhook_endpoints (
   id                   uuid PRIMARY KEY,

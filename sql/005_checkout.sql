@@ -1,4 +1,4 @@
--- Checkout sessions (decisions §11): a hosted payment page for one invoice, created and sent at once.
+-- Checkout sessions (docs/decisions.md §11): a hosted payment page for one invoice, created and sent at once.
 
 CREATE TABLE checkout_sessions (
   id                  uuid PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Webhook limits and error categories (decisions §10).
+-- Webhook limits and error categories (docs/decisions.md §10).
 
 -- What the API shows of a failed attempt is a category; the raw error beside it is for support
 -- staff only (it told merchants which ports of a host answer). Rows written before this have no

@@ -1,5 +1,5 @@
 -- A payment attempt claims its checkout session for the length of the gateway call, which runs
--- with no transaction open (decisions §10). The claim names the attempt, so only that attempt
+-- with no transaction open (docs/decisions.md §10). The claim names the attempt, so only that attempt
 -- records the outcome; its lease lets a session whose web process died mid-call be paid again.
 ALTER TABLE checkout_sessions
   ADD COLUMN payment_claim         uuid,

@@ -1,8 +1,8 @@
 -- The issuer's legal profile, printed on its documents (PDF, hosted page, e-mails) and the tax
--- profile of decisions §15: one profile. A merchant has none until support staff set it; the
+-- profile of docs/decisions.md §15: one profile. A merchant has none until support staff set it; the
 -- printed fields come together (all or none), the SII fields are needed only for DTEs.
 -- payment_instructions: what the hosted invoice page shows a customer when the merchant cannot
--- take payments online (decisions §11).
+-- take payments online (docs/decisions.md §11).
 ALTER TABLE merchants
   ADD COLUMN rut                  text,
   ADD COLUMN razon_social         text,

@@ -1,4 +1,4 @@
--- Decisions §11: the hosted invoice page's Pay button opens a checkout session for an invoice the
+-- docs/decisions.md §11: the hosted invoice page's Pay button opens a checkout session for an invoice the
 -- API created. Such a session that expires leaves its invoice open, and the customer's next Pay
 -- opens another: an invoice may have several sessions over time, but at most one pending, so two
 -- clicks at once share one (the second insert meets this index and takes the first one's row).

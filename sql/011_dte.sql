@@ -1,4 +1,4 @@
--- Chilean tax documents (decisions §15): the signing certificate and the folio authorisations
+-- Chilean tax documents (docs/decisions.md §15): the signing certificate and the folio authorisations
 -- (CAF) a merchant loads, the gapless folio counter per document type, and each invoice's DTE.
 
 -- The PKCS#12 file and its password, sealed together (AES-256-GCM, like webhook secrets); what

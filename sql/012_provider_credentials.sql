@@ -1,4 +1,4 @@
--- Decisions §16: real gateways (Transbank Webpay Plus, Mercado Pago Checkout Pro).
+-- docs/decisions.md §16: real gateways (Transbank Webpay Plus, Mercado Pago Checkout Pro).
 --
 -- A merchant's credentials for a gateway, sealed with ENCRYPTION_KEY (AES-256-GCM) as webhook
 -- secrets are: a database dump holds no usable key. `fields` names what is set, so views and

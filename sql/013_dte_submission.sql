@@ -1,4 +1,4 @@
--- Submitting tax documents to the SII (decisions §15): every document a merchant issues (an
+-- Submitting tax documents to the SII (docs/decisions.md §15): every document a merchant issues (an
 -- invoice's DTE, a credit note) with where its submission stands, and each upload of an EnvioDTE.
 
 -- One upload: the EnvioDTE of one or more documents of a merchant. `uploading` is recorded before

@@ -1,4 +1,4 @@
--- Boletas (decisions §20): types 39 (boleta electrónica) and 41 (boleta no afecta o exenta) are
+-- Boletas (docs/decisions.md §20): types 39 (boleta electrónica) and 41 (boleta no afecta o exenta) are
 -- issued to consumers, and uploaded through the SII's boleta REST service rather than §15's SOAP
 -- upload.
 ALTER TABLE dte_folio_counters DROP CONSTRAINT dte_folio_counters_dte_type_check;

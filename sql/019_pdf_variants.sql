@@ -1,5 +1,5 @@
 -- An issued invoice's other renderings than its document in invoice_pdfs: a boleta's ticket, the
--- same boleta on a receipt printer's 80 mm roll (decisions §20). Stored once as that document is,
+-- same boleta on a receipt printer's 80 mm roll (docs/decisions.md §20). Stored once as that document is,
 -- so that every reprint at the counter is the same bytes, with the issuer as it was when issued;
 -- kept apart from invoice_pdfs, whose one row per invoice is the document the e-mail attaches.
 CREATE TABLE invoice_pdf_variants (

@@ -1,4 +1,4 @@
--- The events API (decisions §18). GET /events reads a merchant's events newest first by id, and
+-- The events API (docs/decisions.md §18). GET /events reads a merchant's events newest first by id, and
 -- each asked type the same way; events_merchant_created (001) serves created_at windows and
 -- recover. delivery_success=false starts from the deliveries that did not succeed, which only
 -- webhook_deliveries_undelivered holds (a small part of the table); their replays are found

@@ -22,7 +22,7 @@ import { loggerOptions } from './logger.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
-// Decisions §8: a body dripped a byte at a time must not hold a connection for minutes.
+// docs/decisions.md §8: a body dripped a byte at a time must not hold a connection for minutes.
 export const REQUEST_TIMEOUT_MS = 30_000;
 // Node looks for expired requests only this often (30 s by default, so a 30 s limit could
 // fire at 60 s).
@@ -42,7 +42,7 @@ export interface BuildOptions {
  * A request Node's HTTP parser refused before Fastify saw it: headers over 16 KiB (431) or
  * malformed framing (400). Fastify's default handler logs the bytes received (`rawPacket`, with
  * X-API-Key and Authorization in it) and answers outside the envelope; this logs only the error
- * code and answers with the envelope (decisions §13). There is no request yet, so no route, key or
+ * code and answers with the envelope (docs/decisions.md §13). There is no request yet, so no route, key or
  * rate-limit window: the request id is a fresh one.
  */
 function clientError(this: FastifyInstance, err: ConnectionError, socket: Socket): void {
@@ -107,7 +107,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Errors the router raises before any hook runs (bad percent-encoding, an over-long path
-    // parameter) get the one envelope too (decisions §13).
+    // parameter) get the one envelope too (docs/decisions.md §13).
     frameworkErrors: (err, request, reply) => {
       reply.header('X-Request-Id', request.id);
       return sendError(reply, toAppError(err));
@@ -124,7 +124,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   });
   const https = ctx.config.publicBaseUrl.startsWith('https:');
   app.addHook('onSend', async (request, reply, payload) => {
-    // Decisions §19: no answer is read as anything but the type it declares.
+    // docs/decisions.md §19: no answer is read as anything but the type it declares.
     reply.header('X-Content-Type-Options', 'nosniff');
     // The create and rotate answers carry secrets, and every answer is one merchant's data.
     if (isApiPath(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');

@@ -24,7 +24,7 @@ export const configSchema = z.object({
   PGSSLMODE: z.enum(SSL_MODES).optional(),
   PGSSLROOTCERT: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  // Decisions §9: the number of proxies in front of the web process (`true` is Heroku's one
+  // docs/decisions.md §9: the number of proxies in front of the web process (`true` is Heroku's one
   // router); the client address is the X-Forwarded-For entry that many places from the right.
   TRUST_PROXY: z
     .union([bool, z.string().regex(/^\d+$/, 'must be true, false or a number of proxy hops').transform(Number)])
@@ -32,12 +32,12 @@ export const configSchema = z.object({
     .pipe(z.number().int().min(0).max(10))
     .default(0),
   RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
-  // Decisions §8: requests of one key in flight at once in a web process; one more is a 429.
+  // docs/decisions.md §8: requests of one key in flight at once in a web process; one more is a 429.
   API_CONCURRENCY_PER_KEY: positiveInt.default(10),
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   EMAIL_FROM: z.string().default('Facturas <facturas@localhost>'),
   EXCHANGE_RATES_URL: z.url().optional(),
-  // Decisions §16: the gateways' REST APIs, Transbank's production host and Mercado Pago's API
+  // docs/decisions.md §16: the gateways' REST APIs, Transbank's production host and Mercado Pago's API
   // unless told otherwise (Transbank's integration host, or a test's stand-in).
   WEBPAY_BASE_URL: z.url().optional(),
   MERCADOPAGO_BASE_URL: z.url().optional(),
@@ -54,18 +54,18 @@ export const configSchema = z.object({
   WEBHOOK_DISABLE_AFTER_FAILURES: positiveInt.default(20),
   WEBHOOK_DISABLE_AFTER_SECONDS: z.coerce.number().int().min(0).default(86_400),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: bool.default(false),
-  // Decisions §18: how long events, their deliveries and attempts are kept; recover reaches no
+  // docs/decisions.md §18: how long events, their deliveries and attempts are kept; recover reaches no
   // further back.
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).default(30),
-  // Decisions §11: a checkout session can be paid for 24 hours unless told otherwise.
+  // docs/decisions.md §11: a checkout session can be paid for 24 hours unless told otherwise.
   CHECKOUT_TTL_SECONDS: positiveInt.default(86_400),
-  // Decisions §15: the SII certificate whose key signs CAFs (PEM or DER). Unset: the SII's
+  // docs/decisions.md §15: the SII certificate whose key signs CAFs (PEM or DER). Unset: the SII's
   // published certificate of the CAF's environment (src/dte/sii-certs).
   SII_CERT_FILE: z.string().min(1).optional(),
-  // Decisions §15: where SII's web services are. Unset: each merchant's environment picks
+  // docs/decisions.md §15: where SII's web services are. Unset: each merchant's environment picks
   // maullin.sii.cl (certificación) or palena.sii.cl (producción); tests point it at a stand-in.
   SII_BASE_URL: z.url().optional(),
-  // Decisions §20: the SII's boleta REST service (seed, token, status) and its upload host. Unset:
+  // docs/decisions.md §20: the SII's boleta REST service (seed, token, status) and its upload host. Unset:
   // apicert.sii.cl and pangal.sii.cl (certificación) or api.sii.cl and rahue.sii.cl (producción).
   SII_BOLETA_API_URL: z.url().optional(),
   SII_BOLETA_UPLOAD_URL: z.url().optional(),

@@ -77,7 +77,7 @@ export const errorCatalogue = {
   debit_note_not_found: { status: 404, retry: 'never', details: noDetails },
   invoice_not_sent: { status: 409, retry: 'never', details: invoiceState(z.literal('draft')) },
   ip_not_allowed: { status: 403, retry: 'never', details: noDetails },
-  // A payment provider refusing the account's credentials, or (decisions §15) a tax document the
+  // A payment provider refusing the account's credentials, or (docs/decisions.md §15) a tax document the
   // account cannot issue: no folios left of its type, or an expired signing certificate.
   merchant_misconfigured: {
     status: 400,

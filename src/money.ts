@@ -1,6 +1,6 @@
 import BigNumberBase from 'bignumber.js';
 
-// Half-up at the currency's precision, the rule of Chilean invoicing and of decisions §2.
+// Half-up at the currency's precision, the rule of Chilean invoicing and of docs/decisions.md §2.
 export const Decimal = BigNumberBase.clone({ ROUNDING_MODE: BigNumberBase.ROUND_HALF_UP, DECIMAL_PLACES: 20, EXPONENTIAL_AT: [-30, 40] });
 export type Decimal = BigNumberBase;
 

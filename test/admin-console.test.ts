@@ -1,4 +1,4 @@
-// The support console at /admin (decisions §1), driven in a real headless Chromium: sign in with
+// The support console at /admin (docs/decisions.md §1), driven in a real headless Chromium: sign in with
 // the admin token, find a failed delivery, read its attempt log, replay it (and see the replay
 // delivered), re-enable an endpoint and replay its failures, and show that markup in a merchant
 // name, a receiver's answer or a delivery error stays text.

@@ -1,4 +1,4 @@
-// Decisions §19, the admin token cannot be guessed at speed: after 10 refused tokens (wrong or
+// docs/decisions.md §19, the admin token cannot be guessed at speed: after 10 refused tokens (wrong or
 // missing) from one address within a sliding minute, that address gets 429 for the next minute,
 // the right token too; other addresses are not affected; each lock is logged once at warn.
 import t from 'tap';

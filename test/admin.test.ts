@@ -1,4 +1,4 @@
-// The admin tRPC router (decisions §1, §9, §10), through createCallerFactory and over HTTP at
+// The admin tRPC router (docs/decisions.md §1, §9, §10), through createCallerFactory and over HTTP at
 // /admin/trpc: the bearer token (absent config = no admin at all), the error catalogue as tRPC
 // codes, every procedure, replays really delivered again to an HTTPS receiver, the bound of
 // replayFailed, the filters and pages of the lists, and the console's headers.

@@ -1,4 +1,4 @@
-// The client of the SII's boleta REST service (decisions §20) against its stand-in: the token from
+// The client of the SII's boleta REST service (docs/decisions.md §20) against its stand-in: the token from
 // a signed seed, the upload, the state polled until SII says each boleta's outcome, a refused
 // token, SII down, and an upload whose answer is lost, found again by the boleta's own state. The
 // envelopes are written here with the project's signing, not its boleta builder, to test the

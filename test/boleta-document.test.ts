@@ -1,4 +1,4 @@
-// The boleta (39, 41) as the pure builder makes it (decisions §20): amounts VAT included that add up
+// The boleta (39, 41) as the pure builder makes it (docs/decisions.md §20): amounts VAT included that add up
 // to the peso, valid against SII's EnvioBOLETA_v11.xsd, both signatures and the timbre checked by
 // a reader that is not this service's code.
 import type { Element } from '@xmldom/xmldom';

@@ -1,4 +1,4 @@
-// Boletas end to end (decisions §20): a DTE merchant with CAFs of type 39/41 gives a consumer's
+// Boletas end to end (docs/decisions.md §20): a DTE merchant with CAFs of type 39/41 gives a consumer's
 // invoice (a client without a Chilean RUT, a checkout's customer) a boleta in the sending
 // transaction; the worker uploads the merchant's waiting boletas in one EnvioBOLETA to a stand-in
 // of the SII's boleta REST service (SII_BOLETA_API_URL, SII_BOLETA_UPLOAD_URL) that the real client

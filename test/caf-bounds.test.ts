@@ -1,4 +1,4 @@
-// A CAF is read only from what SII signed (decisions §19): every field from the one DA of the one
+// A CAF is read only from what SII signed (docs/decisions.md §19): every field from the one DA of the one
 // CAF, a second CAF or DA or a DA field outside the DA refused, and a file past 64 KiB or 32
 // elements deep refused at once, through the service, the CLI and the admin router alike.
 import t from 'tap';

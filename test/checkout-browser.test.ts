@@ -1,4 +1,4 @@
-// The hosted checkout in a real browser (decisions §11): headless Chromium opens checkout_url on
+// The hosted checkout in a real browser (docs/decisions.md §11): headless Chromium opens checkout_url on
 // the app listening on a real port, pays, declines, cancels and meets an expired session, landing
 // each time on a tiny shop of its own. It proves what HTTP alone cannot: the page works under its
 // own Content-Security-Policy (forms, their cross-origin 303s, the inline style), the browser's

@@ -1,4 +1,4 @@
-// Checkout sessions (api-spec "Checkout", decisions §11, §10, §14): POST /checkout and its invoice,
+// Checkout sessions (api-spec "Checkout", docs/decisions.md §11, §10, §14): POST /checkout and its invoice,
 // the status route, the hosted page and its forms (pay, simulated decline, cancel) over plain
 // HTTP, expiry by the job and the sweep, exactly one outcome however payments and the expiry race,
 // provider failures, idempotent replay, cross-site submissions refused, and the webhooks of every

@@ -1,4 +1,4 @@
-// What customers see of the issuer (issue 19, decisions §11 and §15): the invoice PDF prints the
+// What customers see of the issuer (issue 19, docs/decisions.md §11 and §15): the invoice PDF prints the
 // merchant's legal profile (razón social, R.U.T. with dots, giro, dirección, comuna, ciudad) when
 // it has one and the client's RUT with dots; the e-mails print the razón social and R.U.T. The
 // link to the hosted page says "view and pay" only for a merchant that can take the payment, and

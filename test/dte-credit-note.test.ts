@@ -103,7 +103,7 @@ async function seller(h: TestApp) {
 
 /**
  * A checkout paid by a company the merchant knows already: its invoice takes that client as it
- * is, RUT, giro and comuna included, so it gets a factura (a consumer's gets none, decisions §17).
+ * is, RUT, giro and comuna included, so it gets a factura (a consumer's gets none, docs/decisions.md §17).
  */
 async function checkout(h: TestApp, key: string) {
   const body = checkoutBody();

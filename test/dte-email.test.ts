@@ -1,4 +1,4 @@
-// Where an issued DTE shows beyond the API (decisions §15): the invoice e-mail attaches the signed
+// Where an issued DTE shows beyond the API (docs/decisions.md §15): the invoice e-mail attaches the signed
 // XML beside the PDF, and the PDF is SII's printed representation whose PDF417 barcode, read back
 // by a decoder from the registry (ZXing), is the TED exactly.
 import t from 'tap';

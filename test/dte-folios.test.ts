@@ -1,4 +1,4 @@
-// Folios (decisions §15): assigned in the sending transaction, gapless per merchant and type
+// Folios (docs/decisions.md §15): assigned in the sending transaction, gapless per merchant and type
 // under concurrency (the proof of invoice numbers, test/numbering.test.ts), from the oldest CAF
 // with folios left, across CAF ranges, and never more than the CAFs hold.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// Setting a merchant up for DTEs (decisions §15) through the CLI and the admin router: the
+// Setting a merchant up for DTEs (docs/decisions.md §15) through the CLI and the admin router: the
 // certificate is checked and never shown back, a CAF is checked (RUT, SII's signature, type,
 // environment, overlap) before it is loaded, and a profile that lacks DTE fields is named.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// Submitting DTEs to the SII (decisions §15) against a stand-in of its web services that the
+// Submitting DTEs to the SII (docs/decisions.md §15) against a stand-in of its web services that the
 // real client code talks to unchanged (SII_BASE_URL): seed, token from the signed seed, upload
 // of the signed EnvioDTE, polls of its state until SII's answer is final, and the events.
 import t from 'tap';

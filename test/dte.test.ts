@@ -1,4 +1,4 @@
-// Chilean tax documents (decisions §15): a merchant set up with its tax profile, a certificate and
+// Chilean tax documents (docs/decisions.md §15): a merchant set up with its tax profile, a certificate and
 // CAFs gets, on sending a CLP invoice, a folio and a signed EnvioDTE that an outsider can check:
 // both XMLDSig signatures verify with xml-crypto and the certificate in KeyInfo, the timbre with
 // the CAF's own public key, and every amount read back equals the invoice's.

@@ -1,4 +1,4 @@
-// Decisions §10: an outbound call never holds a database connection or transaction. The e-mail job
+// docs/decisions.md §10: an outbound call never holds a database connection or transaction. The e-mail job
 // claims its row in a short transaction, talks SMTP with nothing open, and records the outcome in
 // another: a slow SMTP server holds neither a pool connection nor a row lock. The SMTP server here
 // is real and stalls each message for as long as the test says, so the test looks at the database

@@ -60,7 +60,7 @@ t.test('URLs the router itself rejects still get the envelope', async (t) => {
   const { key } = await h.key(['*']);
 
   // Fastify answers these before any route or hook runs (bad percent-encoding, over-long path
-  // parameter); decisions §13: every error, Fastify's own included, has the envelope.
+  // parameter); docs/decisions.md §13: every error, Fastify's own included, has the envelope.
   const badEncoding = await inject(h.app, { method: 'GET', url: `${API_PREFIX}/clients/%zz`, headers: { 'x-api-key': key } });
   t.equal(badEncoding.status, 400);
   t.ok(isEnvelope(badEncoding.body), 'is the error envelope', { found: badEncoding.body });

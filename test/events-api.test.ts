@@ -1,4 +1,4 @@
-// The events API and recover (decisions §18): GET /events pages a merchant's events newest first
+// The events API and recover (docs/decisions.md §18): GET /events pages a merchant's events newest first
 // with its filters, GET /events/{id} is the body the receiver got, and
 // POST /webhooks/endpoints/{id}/recover delivers again, once, what an endpoint missed.
 import t from 'tap';

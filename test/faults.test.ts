@@ -13,7 +13,7 @@ import { freePort } from '../src/db/embedded.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import * as merchants from '../src/merchants/service.js';
 
-// Decisions §13: while the database is unreachable, every request is answered 503 within 5 s.
+// docs/decisions.md §13: while the database is unreachable, every request is answered 503 within 5 s.
 const ANSWER_WITHIN_MS = 5_000;
 const OUTAGE_MS = 5_000;
 // Long enough that every load loop has requests in flight when the server goes.
@@ -253,7 +253,7 @@ t.test('PostgreSQL restarted under load: 503s meanwhile, the same processes reco
   const arrived = receiver.received.map((r) => `${r.path.slice('/m/'.length)} ${String(r.headers['x-webhook-id'])}`);
   t.same([...new Set(arrived)].sort(), events.map((e) => `${e.merchant_id} ${e.event_id}`).sort(), 'each event arrived at its merchant\'s endpoint');
   // A request whose answer came back while the database was away could not be recorded: its job
-  // makes the same attempt again (decisions §5), with the same X-Webhook-Id for the receiver to
+  // makes the same attempt again (docs/decisions.md §5), with the same X-Webhook-Id for the receiver to
   // de-duplicate. Only such requests may arrive twice.
   const firstSeen = new Map<string, number>();
   const repeated: string[] = [];

@@ -1,4 +1,4 @@
-// Issue 14's attacks on a running server, each against the rule of decisions §8, §9, §13 or
+// Issue 14's attacks on a running server, each against the rule of docs/decisions.md §8, §9, §13 or
 // §14 that now stops it: the proxy hop a client cannot forge, the per-key concurrency limiter,
 // the slow-body timeout, tokens kept out of the logs, the hosted pages' own limit, no-store and
 // HSTS, and the draft PDF rendered once while unchanged.
@@ -117,7 +117,7 @@ t.test('a body that has not arrived within the request timeout is 408 request_ti
   const h = await testApp(t);
   const standard = await buildApp(h.ctx, { logger: false });
   t.teardown(() => standard.close());
-  t.equal(REQUEST_TIMEOUT_MS, 30_000, 'decisions §8: 30 s');
+  t.equal(REQUEST_TIMEOUT_MS, 30_000, 'docs/decisions.md §8: 30 s');
   t.equal(standard.server.requestTimeout, 30_000, 'the server enforces it');
 
   const app = await buildApp(h.ctx, { logger: false, requestTimeoutMs: 1_000 });
@@ -174,7 +174,7 @@ t.test('hosted pages are limited per client address with a plain 429 page', asyn
     const res = await open(i % 2 ? `/i/${token}` : `/checkout/${token}`, '198.51.100.7');
     if (res.statusCode !== 404) t.fail(`request ${i + 1} answered ${res.statusCode}`);
   }
-  t.equal(HOSTED_PAGES_PER_MINUTE, 120, 'decisions §8: 120 a minute');
+  t.equal(HOSTED_PAGES_PER_MINUTE, 120, 'docs/decisions.md §8: 120 a minute');
   const over = await open(`/i/${token}`, '198.51.100.7');
   t.equal(over.statusCode, 429);
   t.match(over.headers['content-type'], /^text\/html/, 'a page, not JSON');

@@ -1,4 +1,4 @@
-// Idempotency-Key (decisions §7 and §14) on POST /invoices and /invoices/bulk, plus the stored
+// Idempotency-Key (docs/decisions.md §7 and §14) on POST /invoices and /invoices/bulk, plus the stored
 // 409 answers (and the unstored 404s) through a probe route registered with the real API layer.
 import t from 'tap';
 import Fastify from 'fastify';
@@ -293,7 +293,7 @@ t.test('idempotency', async (t) => {
     t.equal(nf.body.code, 'invoice_not_found');
     const nfAgain = await post(key, 'mp-3', pay, `/invoices/${missing}/mark-paid`);
     t.equal(nfAgain.status, 404);
-    t.notOk(replayed(nfAgain), 'a 404 is not stored: the key stays free (decisions §14)');
+    t.notOk(replayed(nfAgain), 'a 404 is not stored: the key stays free (docs/decisions.md §14)');
     const [stored] = await h.sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE merchant_id = ${merchantId} AND key = 'mp-3'`;
     t.equal(stored!.n, 0, 'no idempotency record for the 404');
   });

@@ -304,7 +304,7 @@ const invoice = (n: number, extra: Json = {}) => ({
   items: [{ description: 'Consultoría', quantity: 2, unit_price: 5000 }],
   ...extra,
 });
-/** A company client, as a factura needs its receiver (decisions §17). */
+/** A company client, as a factura needs its receiver (docs/decisions.md §17). */
 const company = (n: number) => ({
   name: `Empresa ${n} SpA`,
   email: `empresa${n}@example.cl`,
@@ -329,7 +329,7 @@ t.teardown(() => sii.cleanup());
 // ---------------------------------------------------------------------------------------------
 
 t.test('the whole API through the generated client, checked against the served document', async (t) => {
-  // The SII's web services (decisions §15), answering the app and the worker.
+  // The SII's web services (docs/decisions.md §15), answering the app and the worker.
   const standin = await startSiiStandin(t);
   const h = await testApp(t, { SII_CERT_FILE: sii.certFile, SII_BASE_URL: standin.url });
   const worker = await h.startWorker();
@@ -427,7 +427,7 @@ t.test('the whole API through the generated client, checked against the served d
   t.equal((await expect(api.GET(`${P}/invoices/{invoice_id}/status`, draftPath), 200)).status, 'sent');
   const pdf = await expect(api.GET(`${P}/invoices/{invoice_id}/pdf`, { ...draftPath, parseAs: 'arrayBuffer' }), 200);
   t.equal(Buffer.from(pdf).subarray(0, 5).toString('latin1'), '%PDF-');
-  // This merchant issues no tax documents (decisions §15): the invoice has none to give.
+  // This merchant issues no tax documents (docs/decisions.md §15): the invoice has none to give.
   await refused(api.GET(`${P}/invoices/{invoice_id}/dte.xml`, draftPath), 404, 'dte_not_found');
   await refused(api.GET(`${P}/invoices/{invoice_id}`, { params: { path: { invoice_id: UNKNOWN_ID } } }), 404, 'invoice_not_found');
   await refused(api.GET(`${P}/invoices/{invoice_id}`, { params: { path: { invoice_id: 'not-a-uuid' } } }), 400, 'validation_error');
@@ -500,7 +500,7 @@ t.test('the whole API through the generated client, checked against the served d
   const noProvider = connect((await h.key(['*'])).key);
   await refused(noProvider.POST(`${P}/checkout`, { body: checkout(4) }), 400, 'provider_not_configured');
 
-  // Tax documents (decisions §15): the merchant is set up for them only now, so that the invoices
+  // Tax documents (docs/decisions.md §15): the merchant is set up for them only now, so that the invoices
   // above have none. One is accepted by the SII, then the SII rejects the next.
   await dteMerchant(h, merchantId, sii, [
     { type: 33, from: 1, to: 10 },

@@ -1,4 +1,4 @@
-// Paying an invoice from its e-mail in a real browser (decisions §11), as the customer does it:
+// Paying an invoice from its e-mail in a real browser (docs/decisions.md §11), as the customer does it:
 // the invoice e-mail, read from the SMTP server it was sent to, links the hosted invoice page;
 // headless Chromium opens it, presses Pay, pays on the sandbox's checkout page and lands back on
 // the invoice page, which then says Pagada. The merchant's HTTPS endpoint receives payment.succeeded,

@@ -1,4 +1,4 @@
-// Paying from the hosted invoice page (decisions §11), and what the hosted pages say: the Pay button
+// Paying from the hosted invoice page (docs/decisions.md §11), and what the hosted pages say: the Pay button
 // of an open invoice of a merchant that can charge opens (or reuses) a checkout session for that
 // invoice and sends the customer there, and back; a merchant that cannot charge shows its payment
 // instructions; the issuer's legal data; one voice ("usted"); the checkout page's amount caption

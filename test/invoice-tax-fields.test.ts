@@ -1,4 +1,4 @@
-// Decisions §17 through the API: line discounts, exempt lines, the global discount, references and
+// docs/decisions.md §17 through the API: line discounts, exempt lines, the global discount, references and
 // the client's giro, comuna and ciudad. Every figure below is worked out by hand in its comment, so
 // a test does not share an arithmetic mistake with src/money.ts.
 import t from 'tap';

@@ -1,5 +1,5 @@
 // POST/GET /invoices, /invoices/{id}, /invoices/{id}/status and /invoices/bulk against the spec
-// and decisions §2, §3, §4, §6, §14.
+// and docs/decisions.md §2, §3, §4, §6, §14.
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -137,7 +137,7 @@ t.test('invoices', async (t) => {
     t.equal(row2!.issue_date, '2026-01-05');
   });
 
-  t.test('limits of decisions §3: each bad field is a 422 naming it', async (t) => {
+  t.test('limits of docs/decisions.md §3: each bad field is a 422 naming it', async (t) => {
     const { key, merchantId } = await h.key(['*']);
     const post = (b: unknown) => h.api('POST', '/invoices', { key, body: b });
     const item = (extra: Record<string, unknown>) => ({ items: [{ description: 'x', unit_price: 1, ...extra }] });

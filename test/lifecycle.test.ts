@@ -1,4 +1,4 @@
-// The invoice lifecycle (api-spec "States and transitions", decisions §4, §5, §7, §10): send,
+// The invoice lifecycle (api-spec "States and transitions", docs/decisions.md §4, §5, §7, §10): send,
 // mark-paid, remind and cancel through the API, each rejection of the §4 table, the e-mails that
 // the real worker delivers to a real SMTP server, and the jobs enqueued in the request transaction.
 import t from 'tap';
@@ -78,7 +78,7 @@ t.test('invoice lifecycle', async (t) => {
   const worker = await h.startWorker();
   const c: Ctx = { h, smtp, worker };
 
-  t.test('decisions §4 rejection table: every operation in every state', async (t) => {
+  t.test('docs/decisions.md §4 rejection table: every operation in every state', async (t) => {
     const { key } = await h.key(['*']);
     const ok = (status: string) => ({ ok: status });
     const table: Record<Op, Record<State, { ok: string } | string>> = {

@@ -1,4 +1,4 @@
-// Mercado Pago notifications are fresh (decisions §19): an x-signature whose ts (seconds, or
+// Mercado Pago notifications are fresh (docs/decisions.md §19): an x-signature whose ts (seconds, or
 // milliseconds when it has 13 digits) is more than 10 minutes from our clock, past or future, is
 // refused as a wrong signature is (401 invalid_signature, nothing looked up or applied), however
 // correctly it is signed; within 10 minutes it is accepted, in either unit.

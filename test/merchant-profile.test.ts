@@ -1,4 +1,4 @@
-// The issuer's legal profile (decisions §15) and payment instructions (decisions §11), set by
+// The issuer's legal profile (docs/decisions.md §15) and payment instructions (docs/decisions.md §11), set by
 // support staff through the CLI and the admin router; both check the same fields.
 import t from 'tap';
 import { TRPCError } from '@trpc/server';

@@ -1,4 +1,4 @@
-// Money arithmetic of decisions §2: unit tests of src/money.ts, the same table through the API,
+// Money arithmetic of docs/decisions.md §2: unit tests of src/money.ts, the same table through the API,
 // and a fast-check property against an independent scaled-integer reference.
 import t from 'tap';
 import fc from 'fast-check';
@@ -32,7 +32,7 @@ const str = (x: Totals) => ({
 const excl = { taxInclusive: false, taxExempt: false };
 const incl = { taxInclusive: true, taxExempt: false };
 
-t.test('unit: the arithmetic table of decisions §2', async (t) => {
+t.test('unit: the arithmetic table of docs/decisions.md §2', async (t) => {
   t.test('exclusive CLP 2 × 5000 at 19 %', async (t) => {
     t.same(str(computeTotals([{ quantity: 2, unit_price: 5000 }], { currency: 'CLP', taxRate: 19, ...excl })), {
       lines: ['10000'],
@@ -517,7 +517,7 @@ t.test('through the API', async (t) => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Decisions §17: line discounts, exempt lines and a global discount. Figures worked out by hand in
+// docs/decisions.md §17: line discounts, exempt lines and a global discount. Figures worked out by hand in
 // the comments, then two properties against a scaled-integer reference of §17.
 
 t.test('unit: §17 line discounts, exempt lines and the global discount', async (t) => {

@@ -1,4 +1,4 @@
-// Decisions §19: every response carries `X-Content-Type-Options: nosniff`: the API's JSON and
+// docs/decisions.md §19: every response carries `X-Content-Type-Options: nosniff`: the API's JSON and
 // files, its errors and 404s, the hosted pages and their PDFs, the docs, the admin console and
 // tRPC, health checks.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// Credit and debit notes as the client receives them (decisions §17): each note's PDF (GET
+// Credit and debit notes as the client receives them (docs/decisions.md §17): each note's PDF (GET
 // /credit-notes/{id}/pdf, /debit-notes/{id}/pdf) is the SII's printed representation of its DTE (61,
 // 56), or, for a note without one, a document titled with its number, read back by poppler and its
 // timbre by ZXing; and the client of an API invoice is e-mailed each note with its PDF and XML,

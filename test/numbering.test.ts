@@ -1,4 +1,4 @@
-// Invoice numbers (decisions §4): assigned on draft → sent, per merchant, gapless and unique under
+// Invoice numbers (docs/decisions.md §4): assigned on draft → sent, per merchant, gapless and unique under
 // concurrency, `{prefix}{n}` zero-padded to 6 digits.
 import t from 'tap';
 import { testApp, type TestApp } from './helpers/app.js';

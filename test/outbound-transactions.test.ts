@@ -1,8 +1,8 @@
-// Decisions §10: an outbound call never holds a database connection or transaction. Each outbound
+// docs/decisions.md §10: an outbound call never holds a database connection or transaction. Each outbound
 // side here (the exchange-rate provider, a payment gateway opening a session and confirming a
 // payment) looks at the database while it is being called and records how many sessions of the
 // test's database sit idle inside a transaction: a request that called out from inside its
-// transaction would be one of them. Also decisions §11: checkout URLs whose host could write into
+// transaction would be one of them. Also docs/decisions.md §11: checkout URLs whose host could write into
 // the hosted page's Content-Security-Policy are refused, and the page never writes one.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';

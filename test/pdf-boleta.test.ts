@@ -1,4 +1,4 @@
-// A boleta printed (decisions §20): "BOLETA ELECTRÓNICA" (39) or "BOLETA NO AFECTA O EXENTA
+// A boleta printed (docs/decisions.md §20): "BOLETA ELECTRÓNICA" (39) or "BOLETA NO AFECTA O EXENTA
 // ELECTRÓNICA" (41) in the SII's box, the consumer and never the generic RUT, prices and totals
 // with VAT as the boleta states them, a 39's "El IVA de esta boleta es $X", and the timbre; the
 // same boleta as a ticket on an 80 mm roll (?format=ticket), stored apart from the A4 document.

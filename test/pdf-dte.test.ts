@@ -1,4 +1,4 @@
-// The invoice PDF as SII's printed representation of a DTE (decisions §15): the red box at the top
+// The invoice PDF as SII's printed representation of a DTE (docs/decisions.md §15): the red box at the top
 // right (R.U.T., document name, N.º folio) with the SII unit under it, and near the bottom the
 // timbre, the TED as a PDF417 barcode, with its three lines. Read back by other programs than the
 // renderer: poppler's pdftotext for the text, pdftoppm for the pixels, and ZXing (zxing-wasm) for

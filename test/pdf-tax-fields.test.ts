@@ -1,4 +1,4 @@
-// What a Chilean factura prints beyond §2's figures (decisions §17): line discounts and exempt
+// What a Chilean factura prints beyond §2's figures (docs/decisions.md §17): line discounts and exempt
 // lines, the global discount and the SII's totals (Monto neto, Monto exento, IVA, Total), the
 // references, the receiver's giro, comuna and ciudad, and the cedible copy of a 33 or 34 with the
 // receipt box of Ley 19.983, which is never stored in the original's place. Read back with

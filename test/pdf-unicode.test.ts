@@ -45,7 +45,7 @@ t.test('invoice PDF in Unicode', async (t) => {
     const text = await pdfToText(pdf);
     t.ok(text.includes('Zoë Őrs ?? Ltd.'), 'letters the font has print; CJK (not in DejaVu Sans) is "?"');
     t.ok(text.includes('Line with – “quotes” € ½ xy'), 'a soft hyphen goes');
-    // Decisions §19: text fields carry text, so a tab is refused before any document has it.
+    // docs/decisions.md §19: text fields carry text, so a tab is refused before any document has it.
     const refused = await h.api('POST', '/invoices', {
       key,
       body: { client: { name: 'Tab', email: 'tab@example.com' }, due_date: '2099-12-31', items: [{ description: 'Line\twith tab', unit_price: 1000 }] },

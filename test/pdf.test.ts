@@ -1,4 +1,4 @@
-// GET /invoices/{id}/pdf (decisions §4, §5): the PDF in the invoice's locale, stored once for an
+// GET /invoices/{id}/pdf (docs/decisions.md §4, §5): the PDF in the invoice's locale, stored once for an
 // issued invoice and served as the same bytes ever after; a draft's preview is marked and never stored.
 import t from 'tap';
 import { createHash } from 'node:crypto';

@@ -1,4 +1,4 @@
-// A PKCS#12 file is opened within bounds (decisions §19): an iteration count over 200,000, in the
+// A PKCS#12 file is opened within bounds (docs/decisions.md §19): an iteration count over 200,000, in the
 // MAC, an EncryptedData content or a shrouded key bag (one inside an EncryptedData too), is refused
 // before any key derivation of that size runs: a CertificateError naming the count, 400 naming
 // `file` through the admin router, a JSON error and exit 1 through the CLI. A normal file (2048)

@@ -1,4 +1,4 @@
-// Decisions §1: N web and M worker processes on one database behave exactly like one of each.
+// docs/decisions.md §1: N web and M worker processes on one database behave exactly like one of each.
 // Two web and two worker processes (the real entry points, as the Procfile runs them) take 30 s
 // of mixed load from several merchants; afterwards a query reconciles every count: invoice
 // numbers gapless and unique per merchant, each request counted once by the rate limit, each

@@ -1,4 +1,4 @@
-// "Can charge" decided one way (decisions §11 and §16): a provider that is known and has its
+// "Can charge" decided one way (docs/decisions.md §11 and §16): a provider that is known and has its
 // credentials complete (the sandbox needs none). GET /me `can_charge`, the hosted invoice page's
 // Pay button (or the merchant's payment instructions), the PDF's "Ver y pagar" and the e-mails'
 // "Ver y pagar la factura" all follow it, so a merchant whose Webpay credentials are missing never

@@ -1,4 +1,4 @@
-// Paying a Mercado Pago Checkout Pro checkout in a real browser (decisions §16), as the customer
+// Paying a Mercado Pago Checkout Pro checkout in a real browser (docs/decisions.md §16), as the customer
 // does it: headless Chromium opens the hosted checkout page, presses Pay, which sends it to the
 // stand-in's init_point page (the official mercadopago SDK created the preference there), pays or
 // is declined there, or is left in review; the stand-in notifies our app over HTTP, signed,

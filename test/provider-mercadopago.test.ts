@@ -1,4 +1,4 @@
-// Mercado Pago Checkout Pro (decisions §16) through the official mercadopago SDK, unchanged,
+// Mercado Pago Checkout Pro (docs/decisions.md §16) through the official mercadopago SDK, unchanged,
 // against a stand-in of its REST API and init_point page reached at MERCADOPAGO_BASE_URL: the
 // preference of each session, a payment confirmed only by the signed notification and a lookup
 // (never by the browser's return), the return sent on as Webpay's is (approved → success_url,
@@ -234,7 +234,7 @@ t.test('mercadopago', async (t) => {
     t.match(await status(key, open.checkout_id), { status: 'pending', payment_status: 'unpaid' });
   });
 
-  t.test('no call to Mercado Pago holds a database transaction (decisions §10)', async (t) => {
+  t.test('no call to Mercado Pago holds a database transaction (docs/decisions.md §10)', async (t) => {
     const { key } = await seller(h);
     const seen: number[] = [];
     mp.onCall = async () => {

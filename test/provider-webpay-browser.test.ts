@@ -1,4 +1,4 @@
-// Paying a Webpay Plus checkout in a real browser (decisions §16), as the customer does it: headless
+// Paying a Webpay Plus checkout in a real browser (docs/decisions.md §16), as the customer does it: headless
 // Chromium opens the hosted checkout page of a POST /checkout session, presses Pay, which posts
 // token_ws to the Webpay stand-in's form (the official transbank-sdk created the transaction
 // there), pays or leaves on that form, and is sent back by GET to our return URL, which commits

@@ -1,4 +1,4 @@
-// Transbank Webpay Plus (decisions §16) through the official transbank-sdk, unchanged, against a
+// Transbank Webpay Plus (docs/decisions.md §16) through the official transbank-sdk, unchanged, against a
 // stand-in of Webpay's REST API and form page reached at WEBPAY_BASE_URL: credentials set with the
 // CLI and the admin router (sealed, never shown), a payment end to end, decline, abandonment and
 // timeout at the form, Webpay down or refusing the credentials, a transaction that ended at
@@ -114,7 +114,7 @@ t.test('webpay', async (t) => {
     t.same(await counts(h, merchantId), { invoices: 0, clients: 0, sessions: 0, payments: 0 });
   });
 
-  t.test('no call to Webpay holds a database transaction (decisions §10)', async (t) => {
+  t.test('no call to Webpay holds a database transaction (docs/decisions.md §10)', async (t) => {
     const { key } = await seller(h);
     const seen: number[] = [];
     webpay.onCall = async () => {

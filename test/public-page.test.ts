@@ -1,4 +1,4 @@
-// The hosted invoice page GET /i/{token} and its PDF (decisions §1, §4, §14): HTML in the
+// The hosted invoice page GET /i/{token} and its PDF (docs/decisions.md §1, §4, §14): HTML in the
 // invoice's locale, the sent → viewed transition once with one invoice.viewed event, drafts and
 // unknown tokens as 404 pages, security headers, and the same PDF bytes as the API.
 import t, { type Test } from 'tap';

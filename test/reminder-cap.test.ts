@@ -1,4 +1,4 @@
-// Decisions §19, reminders are not a relay: at most 3 manual reminders of an invoice in 24 hours;
+// docs/decisions.md §19, reminders are not a relay: at most 3 manual reminders of an invoice in 24 hours;
 // the next is 429 rate_limited with Retry-After (and after_seconds:N) the seconds until the oldest
 // of the three is a day old, and is not counted. Automated reminders neither count nor are capped.
 import t, { type Test } from 'tap';

@@ -1,5 +1,5 @@
 // What grows with every event is kept for the retention, then removed a batch at a time without
-// waiting on anyone (decisions §18): events, webhook deliveries with their attempt logs, e-mail
+// waiting on anyone (docs/decisions.md §18): events, webhook deliveries with their attempt logs, e-mail
 // records. Tax documents and the invoices they belong to stay.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';

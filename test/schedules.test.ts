@@ -1,4 +1,4 @@
-// Decisions §4 and §5 on the merchant's calendar: the overdue sweep and the automated reminders
+// docs/decisions.md §4 and §5 on the merchant's calendar: the overdue sweep and the automated reminders
 // (−3, 0 and +7 days from the due date at 09:00 merchant time), driven by the movable clock, with
 // the real worker delivering the e-mails to a real SMTP server; and the e-mail job itself: a
 // message that lost its reason is skipped, and overlapping runs of one job send it once.
@@ -74,7 +74,7 @@ t.test('overdue sweep and automated reminders on the merchant calendar (America/
     'the invoice e-mails went out before the schedule starts',
   );
   await post(h, key, `/invoices/${cancelled}/cancel`);
-  // Checkout creates its invoices with this source (decisions §11); the planner reads only it.
+  // Checkout creates its invoices with this source (docs/decisions.md §11); the planner reads only it.
   await h.sql`UPDATE invoices SET source = 'checkout' WHERE id = ${checkout}`;
   t.same([await statusOf(h, sent), await statusOf(h, viewed)], ['sent', 'viewed']);
 

@@ -1,4 +1,4 @@
-// Decisions §10: webhook secrets are `whsec_` + 32 random bytes, sealed with AES-256-GCM under
+// docs/decisions.md §10: webhook secrets are `whsec_` + 32 random bytes, sealed with AES-256-GCM under
 // ENCRYPTION_KEY, which the embedded mode generates once into $DATA_DIR.
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -845,7 +845,7 @@ t.test('oversized and malformed requests: a clean 4xx, and the process carries o
     const request = (target: string, extra = '') => `GET ${target} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\n${extra}Connection: close\r\n\r\n`;
     // Node counts the request line and headers against one 16 KiB limit (--max-http-header-size)
     // and refuses past it before Fastify parses a request: there is no route, no key checked and
-    // so no rate-limit headers. The answer still has the envelope (decisions §13), with a
+    // so no rate-limit headers. The answer still has the envelope (docs/decisions.md §13), with a
     // request id of its own.
     const cases: [string, string, number][] = [
       ['a 20 KiB header', request(`${API_PREFIX}/me`, `X-Padding: ${'p'.repeat(20_000)}\r\n`), 431],

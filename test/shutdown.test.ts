@@ -1,4 +1,4 @@
-// docs/processes.md "Processes" and decisions §13: SIGTERM lets running jobs and requests finish, within
+// docs/processes.md "Processes" and docs/decisions.md §13: SIGTERM lets running jobs and requests finish, within
 // Heroku's 30 s, before the process exits. Real processes (the Procfile's worker and web entry
 // points) on a real port, a real SMTP server and real Postgres; the signal is a real SIGTERM.
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// The SII's certification path (decisions §17): a company in certificación (resolution number 0)
+// The SII's certification path (docs/decisions.md §17): a company in certificación (resolution number 0)
 // issues a whole basic test set of its own making through the HTTP API, eight cases shaped like the
 // SII's SET BÁSICO (line discounts, an exempt line, a global discount, three credit notes, a debit
 // note), each carrying its SET reference. Every amount of every document is checked against the

@@ -1,4 +1,4 @@
-// The SII stand-in refuses, one document at a time, what SII refuses (decisions §17): a receiver
+// The SII stand-in refuses, one document at a time, what SII refuses (docs/decisions.md §17): a receiver
 // not named in full, amounts that do not add up to the peso, a note without the reference to what
 // it modifies, a timbre that says otherwise than its document. The documents are written here by
 // hand, so that each breaks one rule and nothing else, then stamped, signed and enveloped by the

@@ -1,4 +1,4 @@
-// Text fields carry text (decisions §19): every one-line field refuses control characters (C0 with
+// Text fields carry text (docs/decisions.md §19): every one-line field refuses control characters (C0 with
 // tab, CR and LF; DEL; C1), U+2028/U+2029 and the bidirectional overrides and isolates with a 422
 // naming the field; item descriptions, a reminder's custom_message, mark-paid notes and payment
 // instructions may hold line breaks (\n or \r\n, each counted once), at most 10 or 50.

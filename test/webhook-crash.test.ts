@@ -1,4 +1,4 @@
-// Decisions §5 and §10: a webhook attempt held by a worker that died comes back (the attempt job's
+// docs/decisions.md §5 and §10: a webhook attempt held by a worker that died comes back (the attempt job's
 // lease is 30 s) and is the same attempt, not a failed one. A real worker process is killed
 // (SIGKILL) while the receiver holds its request; a new worker completes the delivery, and the
 // record shows one attempt, none lost and none invented.

@@ -1,4 +1,4 @@
-// Webhook limits (decisions §10): a test delivery calls out with no connection nor transaction
+// Webhook limits (docs/decisions.md §10): a test delivery calls out with no connection nor transaction
 // held, gives up after 10 s, and a merchant has at most 2 in flight (counted in Postgres);
 // 16 endpoints per merchant, one URL once (race-free, and a migration that survives the
 // duplicates an older database holds), ports 443 and 8443; `last_error` is a category, the raw

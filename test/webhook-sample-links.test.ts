@@ -1,4 +1,4 @@
-// A test event links somewhere and numbers nothing real (decisions §10): every URL in the sample of
+// A test event links somewhere and numbers nothing real (docs/decisions.md §10): every URL in the sample of
 // every event type answers 200 with a page that says it is a sample, and a merchant whose first real
 // invoice is INV-000001 gets a test event with another number.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// What integrators' tools see of events (decisions §10): a test event (`POST .../test`) has the
+// What integrators' tools see of events (docs/decisions.md §10): a test event (`POST .../test`) has the
 // shape of a real event of its type, and both match the body and headers the OpenAPI document's
 // `webhooks` declares for that type. Every type of GET /webhooks/events is emitted for real by
 // driving the API (and the jobs that emit), received by a real HTTPS endpoint, then sent as a test.
@@ -64,8 +64,8 @@ const sii = siiAuthority();
 t.teardown(() => sii.cleanup());
 
 /**
- * The SII's answers (decisions §15): the merchant set up for DTEs, one accepted, then one
- * rejected; and a debit note (decisions §17) with its type-56 DTE.
+ * The SII's answers (docs/decisions.md §15): the merchant set up for DTEs, one accepted, then one
+ * rejected; and a debit note (docs/decisions.md §17) with its type-56 DTE.
  */
 async function emitDteEvents(h: TestApp, key: string, merchantId: string, standin: SiiStandin): Promise<void> {
   await dteMerchant(h, merchantId, sii, [

@@ -1,4 +1,4 @@
-// Webhooks (api-spec "Webhooks" and "Events", decisions §10): endpoint routes, secrets at rest,
+// Webhooks (api-spec "Webhooks" and "Events", docs/decisions.md §10): endpoint routes, secrets at rest,
 // signed deliveries to a real HTTPS receiver verified by Stripe's own SDK, filtering, the retry
 // schedule, failures (5xx, 3xx, timeouts, 410), auto-disable at both thresholds, sandbox
 // endpoints, the test route and verify-signature.

@@ -1,4 +1,4 @@
-// Decisions §5: a job held by a worker that died comes back within about a minute, and running an
+// docs/decisions.md §5: a job held by a worker that died comes back within about a minute, and running an
 // e-mail job again never sends its message twice. A real worker process is killed (SIGKILL) in the
 // middle of an SMTP delivery and started again: exactly one message arrives. This is the one slow
 // test of the suite (the e-mail job's lease is 60 s).

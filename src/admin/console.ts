@@ -349,7 +349,7 @@ async function loadDocuments(): Promise<void> {
 
 // ─── Signing in and the actions ──────────────────────────────────────────────
 
-/** A merchant's DTE folios left per document type, for those that have loaded CAFs (decisions §15). */
+/** A merchant's DTE folios left per document type, for those that have loaded CAFs (docs/decisions.md §15). */
 function foliosNote(left: Outputs['dte']['foliosLeft'][number]['folios_left'] | undefined): string {
   if (!left) return '';
   return ` · DTE folios left: ${Object.entries(left)

@@ -6,7 +6,7 @@ import * as admin from './service.js';
 import * as s from './schemas.js';
 import { adminProcedure, createCallerFactory, router } from './trpc.js';
 
-/** Support staff's interface (decisions §1, §9, §10): every procedure is one service call. */
+/** Support staff's interface (docs/decisions.md §1, §9, §10): every procedure is one service call. */
 export const appRouter = router({
   deliveries: router({
     list: adminProcedure.input(s.deliveryListInput).query(({ ctx, input }) => admin.listDeliveries(ctx.db, input)),
@@ -35,11 +35,11 @@ export const appRouter = router({
         const { merchant_id, payment_provider, ...credentials } = input;
         return configureProvider(ctx.db, ctx.deps.secrets, merchant_id, payment_provider, credentials);
       }),
-    /** The issuer's legal profile its documents print (decisions §15); null clears it. */
+    /** The issuer's legal profile its documents print (docs/decisions.md §15); null clears it. */
     setTaxProfile: adminProcedure
       .input(s.setTaxProfileInput)
       .mutation(({ ctx, input }) => merchants.setTaxProfile(ctx.db, input.merchant_id, input.tax_profile)),
-    /** What the hosted invoice page says about paying when the merchant cannot charge (decisions §11); null clears it. */
+    /** What the hosted invoice page says about paying when the merchant cannot charge (docs/decisions.md §11); null clears it. */
     setPaymentInstructions: adminProcedure
       .input(s.setPaymentInstructionsInput)
       .mutation(({ ctx, input }) => merchants.setPaymentInstructions(ctx.db, input.merchant_id, input.payment_instructions)),
@@ -50,7 +50,7 @@ export const appRouter = router({
     list: adminProcedure.input(s.keyListInput).query(({ ctx, input }) => merchants.listApiKeys(ctx.db, input.merchant_id)),
     revoke: adminProcedure.input(s.keyIdInput).mutation(({ ctx, input }) => merchants.revokeApiKey(ctx.db, input.key_id)),
   }),
-  /** Chilean tax documents (decisions §15): a merchant's signing certificate (never shown back), its CAFs, its folios left. */
+  /** Chilean tax documents (docs/decisions.md §15): a merchant's signing certificate (never shown back), its CAFs, its folios left. */
   dte: router({
     addCertificate: adminProcedure
       .input(s.addCertificateInput)

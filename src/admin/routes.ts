@@ -41,7 +41,7 @@ function template(name: string): Promise<string> {
 }
 
 /**
- * tRPC at /admin/trpc and the support console at /admin (decisions §1). Without ADMIN_TOKEN
+ * tRPC at /admin/trpc and the support console at /admin (docs/decisions.md §1). Without ADMIN_TOKEN
  * nothing is registered: every /admin path is the app's ordinary 404, as if it did not exist.
  */
 export function registerAdmin(app: FastifyInstance, ctx: AppContext): void {

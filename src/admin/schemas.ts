@@ -61,7 +61,7 @@ export type EventListInput = z.output<typeof eventListInput>;
 
 export const eventIdInput = z.strictObject({ event_id: z.uuid() });
 
-/** Decisions §16: the provider by name (an unknown one is `invalid_provider`) with its credentials, which no answer returns. */
+/** docs/decisions.md §16: the provider by name (an unknown one is `invalid_provider`) with its credentials, which no answer returns. */
 export const setProviderInput = z.strictObject({
   merchant_id: z.uuid(),
   payment_provider: z.string().nullable(),

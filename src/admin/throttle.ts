@@ -1,7 +1,7 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 
-// Decisions §19: the admin token cannot be guessed at speed. After REFUSALS_ALLOWED refused
+// docs/decisions.md §19: the admin token cannot be guessed at speed. After REFUSALS_ALLOWED refused
 // tokens from one address within a sliding minute, that address is refused (429) for LOCK_SECONDS,
 // the right token too.
 export const REFUSALS_ALLOWED = 10;

@@ -49,7 +49,7 @@ function bearer(header: string | undefined): string | null {
   return m?.[1] ?? null;
 }
 
-/** The token check: a locked address is refused before its token is looked at (decisions §19). */
+/** The token check: a locked address is refused before its token is looked at (docs/decisions.md §19). */
 const requireAdmin = t.middleware(async ({ ctx, next }) => {
   const expected = ctx.app.config.ADMIN_TOKEN;
   // No token configured: the admin interface does not exist (the HTTP routes are not even registered).

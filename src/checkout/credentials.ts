@@ -40,7 +40,7 @@ export async function loadCredentials(db: Queryable, secrets: SecretBox, merchan
 export type ChargingMerchant = MerchantRow & { can_charge: boolean };
 
 /**
- * Decisions §11 and §16: the merchant can take payments when its provider is known and its
+ * docs/decisions.md §11 and §16: the merchant can take payments when its provider is known and its
  * credentials complete (the sandbox needs none). The one rule behind `GET /me` `can_charge`, the
  * hosted invoice page's Pay button and the "view and pay" of its PDF and e-mails, read with the
  * merchant in one query.

@@ -33,7 +33,7 @@ export function amountDue(invoice: Pick<InvoiceWithItems, 'status' | 'total' | '
 }
 
 /**
- * Decisions §11: the hosted invoice page's Pay. The invoice's pending session while it can be
+ * docs/decisions.md §11: the hosted invoice page's Pay. The invoice's pending session while it can be
  * paid; otherwise a new one, opened as POST /checkout opens its own: the gateway is asked with no
  * transaction open, then one transaction expires a pending session past its deadline (its expiry
  * job may not have run yet) and inserts the new one, guarded in SQL on the invoice still being

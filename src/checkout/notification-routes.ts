@@ -10,7 +10,7 @@ function first(v: unknown): string | null {
 
 /**
  * `POST /providers/{provider}/notifications/{merchant_id}`: where a gateway reports a merchant's
- * payments (decisions §16; the notification URL of each Mercado Pago preference). No API key: the
+ * payments (docs/decisions.md §16; the notification URL of each Mercado Pago preference). No API key: the
  * signature is the credential. Errors answer in the one envelope, as the API's do.
  */
 export function registerProviderNotifications(app: FastifyInstance, ctx: AppContext): void {

@@ -21,7 +21,7 @@ function unsigned(provider: PaymentProvider): AppError {
 }
 
 /**
- * A gateway's notification to one merchant (decisions §16): verified with the merchant's secret
+ * A gateway's notification to one merchant (docs/decisions.md §16): verified with the merchant's secret
  * for that gateway (401 `invalid_signature` otherwise), then the payment it names is looked up
  * at the gateway, never taken from the notification, and applied to the session its reference
  * names. Other topics, undecided payments and foreign references are acknowledged and ignored.
@@ -67,7 +67,7 @@ export type ReturnedPayment = 'succeeded' | 'failed' | 'pending' | null;
 /**
  * The customer back on the checkout page from a gateway's page, with the id of the payment made
  * there (Mercado Pago's `payment_id`), before or after the gateway's notification. The return is
- * no proof (decisions §16): a payment recorded for this session's invoice already speaks for
+ * no proof (docs/decisions.md §16): a payment recorded for this session's invoice already speaks for
  * itself; otherwise, while the session is pending, the payment is looked up at the gateway and
  * applied exactly as its notification would be. A payment of another checkout changes nothing; a
  * gateway that cannot be asked leaves the decision to the notification.

@@ -11,7 +11,7 @@ import * as q from './credentials-queries.js';
 
 const secret = z.string().trim().min(1).max(1000);
 
-/** A gateway's settings as the CLI and the admin router take them (decisions §16). */
+/** A gateway's settings as the CLI and the admin router take them (docs/decisions.md §16). */
 export const credentialsInput = z.strictObject({
   commerce_code: z.string().trim().regex(/^\d{1,12}$/, "must be Webpay's numeric commerce code").optional(),
   api_key: secret.optional(),

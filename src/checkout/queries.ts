@@ -59,7 +59,7 @@ export async function insertSession(db: Queryable, s: NewCheckout): Promise<Chec
 }
 
 /**
- * A session for an invoice of the API, opened from its hosted page (decisions §11). Inserted only
+ * A session for an invoice of the API, opened from its hosted page (docs/decisions.md §11). Inserted only
  * while the invoice is open with `amount` still due (the share lock orders it with a cancel or
  * mark-paid that commits first, whose new status the lock's recheck then refuses) and has no
  * pending session: a second click meets checkout_sessions_one_pending_per_invoice and inserts
@@ -201,7 +201,7 @@ export async function dueSessions(db: Queryable, now: Date, limit: number, unres
   return rows.map((r) => r.id);
 }
 
-// Redirect gateways (decisions §16): the customer pays on the gateway's page and comes back, or
+// Redirect gateways (docs/decisions.md §16): the customer pays on the gateway's page and comes back, or
 // the gateway notifies us. Each gateway session is committed at most once: the claim below names
 // it, and its end is recorded with the outcome.
 

@@ -59,7 +59,7 @@ function gatewayReturnUrl(publicBase: string, token: string): string {
   return `${checkoutUrl(publicBase, token)}/return`;
 }
 
-/** Where a notifying gateway reports the merchant's payments (decisions §16). */
+/** Where a notifying gateway reports the merchant's payments (docs/decisions.md §16). */
 export function notificationUrl(publicBase: string, provider: string, merchantId: string): string {
   return `${publicBase}/providers/${provider}/notifications/${merchantId}`;
 }
@@ -72,7 +72,7 @@ export function effectiveStatus(row: q.CheckoutRow, now: Date): CheckoutStatus {
   return row.status === 'pending' && row.expires_at <= now ? 'expired' : row.status;
 }
 
-/** The session as the API returns it and `checkout.*` events carry it (decisions §14). */
+/** The session as the API returns it and `checkout.*` events carry it (docs/decisions.md §14). */
 export function checkoutResource(row: q.CheckoutRow, publicBase: string, now: Date = clock.now()): CheckoutSessionResource {
   return {
     checkout_id: row.id,
@@ -90,7 +90,7 @@ function amountError(message: string): AppError {
   return AppError.validation([{ path: 'amount', message }]);
 }
 
-/** The checkout's invoice (decisions §11): one tax-inclusive item, due the day it is issued. */
+/** The checkout's invoice (docs/decisions.md §11): one tax-inclusive item, due the day it is issued. */
 function checkoutInvoice(input: CreateCheckoutInput, currency: string, today: string): CreateInvoiceInput {
   return {
     client: { name: input.customer_name, email: input.customer_email },
@@ -107,7 +107,7 @@ function checkoutInvoice(input: CreateCheckoutInput, currency: string, today: st
 }
 
 /**
- * Everything that calls out, on the pool before the request's transaction (decisions §10): the
+ * Everything that calls out, on the pool before the request's transaction (docs/decisions.md §10): the
  * request is checked first, the rate of a foreign currency fetched, and only a checkout that can
  * be created opens a session at the gateway.
  */
@@ -158,7 +158,7 @@ function gatewayRequest(
 
 /**
  * The gateway's session, under the id our session row then gets, payable for `ttlSeconds` from
- * `now`. Called on the pool with no transaction open (decisions §10); POST /checkout and the
+ * `now`. Called on the pool with no transaction open (docs/decisions.md §10); POST /checkout and the
  * invoice page's Pay both open theirs here.
  */
 export async function openGatewaySession(
@@ -209,7 +209,7 @@ export function newSession(
 /**
  * The session as its page offers it: a redirect gateway's session that ended unpaid (abandoned,
  * declined, expired at the gateway) is replaced by a new one while the checkout is payable, so
- * the customer can pay again (decisions §16: "the checkout can be opened again"). The gateway is
+ * the customer can pay again (docs/decisions.md §16: "the checkout can be opened again"). The gateway is
  * asked with no transaction open; of two pages opening at once, one replacement is kept.
  */
 export async function payableSession(sql: Sql, s: q.CheckoutRow, deps: Pick<GatewayDeps, 'publicBase' | 'secrets'>): Promise<q.CheckoutRow> {
@@ -235,7 +235,7 @@ export async function scheduleExpiry(db: Queryable, boss: InvoiceDeps['boss'], r
 }
 
 /**
- * Decisions §11: the client (reused by e-mail), a tax-inclusive invoice of one item due today,
+ * docs/decisions.md §11: the client (reused by e-mail), a tax-inclusive invoice of one item due today,
  * sent at once with no e-mail, and the pending session of the gateway's `opened` one with its
  * expiry job, all in the caller's transaction.
  */
@@ -324,7 +324,7 @@ async function waitForClaim(
 
 /**
  * The customer's Pay (or, in a sandbox, simulated decline). The gateway is never asked with a
- * transaction open (decisions §10): a short statement claims the session while it is payable and
+ * transaction open (docs/decisions.md §10): a short statement claims the session while it is payable and
  * its invoice open, the provider decides, and a new transaction records the outcome with its
  * events, guarded on the claim. A second click, another tab or the expiry meanwhile finds the
  * session claimed: one payment, one outcome.
@@ -356,7 +356,7 @@ export interface GatewayReturn {
 export type ReturnOutcome = PaymentOutcome | { kind: 'abandoned'; session: q.CheckoutRow };
 
 /**
- * The customer back from a redirect gateway (decisions §16). An abandonment (or a timeout at the
+ * The customer back from a redirect gateway (docs/decisions.md §16). An abandonment (or a timeout at the
  * gateway) ends that gateway session and changes nothing else. Otherwise the gateway session is
  * committed once: the claim names it, so a repeated or concurrent return finds it claimed or
  * ended and commits nothing, and lands where the first one did. A gateway session that ended at
@@ -426,7 +426,7 @@ async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveDeps): P
 }
 
 /**
- * A payment a gateway notified, looked up there (decisions §16): applied to the merchant's session
+ * A payment a gateway notified, looked up there (docs/decisions.md §16): applied to the merchant's session
  * its reference names, once per payment id whatever the order or repetition of notifications. An
  * approved payment completes a pending session; a rejection of another payment never undoes it.
  * The payment row is written even when the session has ended meanwhile: it records what the
@@ -489,7 +489,7 @@ async function recordPayment(tx: Queryable, s: q.CheckoutRow, claim: string, res
 
 /**
  * A session POST /checkout made owns its invoice: the invoice exists for it and ends with it. Any
- * other session was opened from the invoice's hosted page (decisions §11), leads back there, and
+ * other session was opened from the invoice's hosted page (docs/decisions.md §11), leads back there, and
  * leaves the invoice as it is when it expires.
  */
 export function ownsInvoice(invoice: Pick<InvoiceRow, 'source'>): boolean {

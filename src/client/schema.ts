@@ -2855,7 +2855,7 @@ export interface components {
             /** @description The header we would have sent, when invalid and the payload was given */
             expected_signature?: string;
         };
-        /** @description An event exactly as its webhook deliveries carry it (decisions §10) */
+        /** @description An event exactly as its webhook deliveries carry it */
         Event: {
             /**
              * Format: uuid

@@ -1,4 +1,4 @@
-// A value is a Chilean RUT when it has this shape (decisions §14); other tax ids are kept as given.
+// A value is a Chilean RUT when it has this shape (docs/decisions.md §14); other tax ids are kept as given.
 const RUT_SHAPE = /^[0-9]{1,2}(\.?[0-9]{3}){2}-[0-9kK]$/;
 
 export function looksLikeRut(value: string): boolean {

@@ -31,7 +31,7 @@ export function createSql(url: string, opts: DbOptions = {}): Sql {
     max_lifetime: 60 * 30,
     // After each failed connection postgres.js waits longer before the next (up to 20 s by
     // default), and a query handed to a connection that waits, waits too: while the database is
-    // down a request would outlast the 5 s in which it must get its 503 (decisions §13), and after
+    // down a request would outlast the 5 s in which it must get its 503 (docs/decisions.md §13), and after
     // it is back requests would hang until the wait ran out.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
     onnotice: () => {},

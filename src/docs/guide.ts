@@ -125,7 +125,7 @@ const guideTemplate = compileDocs('guide.md.hbs');
 export function guide({ baseUrl, routes, publicPaths }: GuideInput): Section[] {
   const named = (list: RouteDef[]) => list.map((r) => `${r.method} ${displayPath(r.path)}`);
   const routesOf = (scope: Scope | null) => mdCell(named(routes.filter((r) => r.scope === scope)).join(', '));
-  // The lists paged by offset: GET /events pages by `starting_after` (decisions §18), said in its own paragraph.
+  // The lists paged by offset: GET /events pages by `starting_after` (docs/decisions.md §18), said in its own paragraph.
   const lists = routes.filter((r) => r.method === 'GET' && r.query && 'offset' in ((r.query as { shape?: object }).shape ?? {}));
   const text = guideTemplate({
     summary: API_SUMMARY,

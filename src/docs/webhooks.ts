@@ -9,7 +9,7 @@ import { DELIVERY_TIMEOUT_MS, RESPONSE_KEEP_BYTES, TEST_DELIVERY_TIMEOUT_MS } fr
 import type { Parameter } from './openapi.js';
 import { refName, toSchema, type JsonSchema } from './schema.js';
 
-// The headers webhooks/delivery.ts sends with every attempt (decisions §10); Content-Type is the
+// The headers webhooks/delivery.ts sends with every attempt (docs/decisions.md §10); Content-Type is the
 // request body's media type, which OpenAPI does not let a header parameter describe.
 function deliveryHeaders(type: EventType): Parameter[] {
   return [
@@ -38,7 +38,7 @@ const retriedAfter = {
   headers: { 'Retry-After': { description: 'Seconds (or an HTTP date): the next attempt is not made sooner.', schema: { type: 'string' } } },
 };
 
-// Decisions §10: what the delivery code (webhooks/delivery.ts `judge`) makes of the answer.
+// docs/decisions.md §10: what the delivery code (webhooks/delivery.ts `judge`) makes of the answer.
 const answers = {
   '2XX': {
     description: `Acknowledged: the delivery succeeded. Answer within ${DELIVERY_TIMEOUT_MS / 1000} s (a test event: ${TEST_DELIVERY_TIMEOUT_MS / 1000} s); the body is not read beyond its first ${RESPONSE_KEEP_BYTES / 1024} KB, kept with the attempt.`,

@@ -1,4 +1,4 @@
-// The SII's boleta REST service (decisions §20) as the libraries that talk to it call it
+// The SII's boleta REST service (docs/decisions.md §20) as the libraries that talk to it call it
 // (LibreDTE, facturacion_electronica): seed and token (the signed seed of the SOAP flow, posted
 // as XML), the EnvioBOLETA upload on its own host (multipart, TOKEN cookie, a JSON answer), the
 // upload's state by track id (estadistica and detalle_rep_rech) and one boleta's state by its data.

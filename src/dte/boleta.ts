@@ -1,4 +1,4 @@
-// The boleta electrónica (39) and boleta no afecta o exenta (41) of decisions §20: the consumer's
+// The boleta electrónica (39) and boleta no afecta o exenta (41) of docs/decisions.md §20: the consumer's
 // tax document, in SII's boleta schema (EnvioBOLETA_v11.xsd) rather than DTE_v10.xsd, with prices
 // that include VAT. From an invoice's rows to the signed EnvioBOLETA: CPU only, like issue.ts.
 import { create } from 'xmlbuilder2';
@@ -79,7 +79,7 @@ function statedLine(item: InvoiceItemRow, exempt: boolean, amount: Decimal, pric
 }
 
 /**
- * The invoice's boleta (docs/tax-documents.md's arithmetic, decisions §20): its totals are the
+ * The invoice's boleta (docs/tax-documents.md's arithmetic, docs/decisions.md §20): its totals are the
  * invoice's, restated VAT included. The invoice keeps net prices plus tax (unless tax-inclusive),
  * while a boleta's lines carry VAT: each taxed line's amount becomes round(line_total × (1 + rate)),
  * and since rounding each line need not add up to the rounded whole, the last taxed line takes the
@@ -217,7 +217,7 @@ export function buildBoleta(content: BoletaContent, timbre: Timbre, signedAt: st
       Receptor: {
         RUTRecep: GENERIC_RUT,
         ...(consumer.name ? { RznSocRecep: text(consumer.name, 100) } : {}),
-        // Not every published boleta schema has CorreoRecep (decisions §20): the e-mail goes as the contact.
+        // Not every published boleta schema has CorreoRecep (docs/decisions.md §20): the e-mail goes as the contact.
         ...(consumer.email && consumer.email.length <= 80 ? { Contacto: latin1(consumer.email) } : {}),
       },
       Totales: totals(content),
@@ -235,7 +235,7 @@ export function buildBoleta(content: BoletaContent, timbre: Timbre, signedAt: st
 
 export type BoletaIssueInput = Omit<IssueInput, 'content'> & { content: BoletaContent };
 
-/** The boleta stamped and signed on its own, as SII checks a DTE out of its envelope (decisions §15). */
+/** The boleta stamped and signed on its own, as SII checks a DTE out of its envelope (docs/decisions.md §15). */
 export function issueBoleta(input: BoletaIssueInput): IssuedDte {
   const { content } = input;
   const stampedAt = siiTimestamp(input.now, input.issuer.timezone);

@@ -187,7 +187,7 @@ function integer(fields: Map<string, Node>, name: string): number {
 }
 
 /**
- * The CAF of a file, every field read from its one DA, the one SII signed (decisions §19). The file
+ * The CAF of a file, every field read from its one DA, the one SII signed (docs/decisions.md §19). The file
  * is refused before any parse past 64 KiB, 32 elements deep or 64 elements, and after it when it
  * has a second CAF or DA, a DA field outside the DA, or anything that is not where SII puts it.
  */

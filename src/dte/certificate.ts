@@ -173,7 +173,7 @@ function assertIterationsBounded(pfx: forge.asn1.Asn1, password: string): void {
 
 /**
  * The key and certificate of a PKCS#12 file. A wrong password, a file that is not PKCS#12, one
- * asking for more than MAX_PKCS12_ITERATIONS in a key derivation (decisions §19), or one without
+ * asking for more than MAX_PKCS12_ITERATIONS in a key derivation (docs/decisions.md §19), or one without
  * an RSA key and its certificate is a CertificateError saying which.
  */
 export function readPkcs12(file: Buffer, password: string): SigningIdentity {

@@ -137,7 +137,7 @@ export function issueDte(input: IssueInput): IssuedDte {
     },
     input.caf.privateKeyPem,
   );
-  // Signed on its own, as SII checks it once taken out of the envelope (decisions §15).
+  // Signed on its own, as SII checks it once taken out of the envelope (docs/decisions.md §15).
   const signedDte = signElement(buildDte(content, timbre, stampedAt), 'Documento', input.identity);
   if (!signedDte.includes(`ID="${documentId(content.type, content.folio)}"`)) throw new Error('the signed DTE lost its ID');
   return { ted: timbre.text, signedDte, signedAt: stampedAt, receiverRut: content.receiver.rut, issueDate: content.issueDate, total: content.totals.total };

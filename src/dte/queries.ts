@@ -154,7 +154,7 @@ export async function insertInvoiceDte(db: Queryable, d: NewInvoiceDte): Promise
       FROM dte WHERE i.id = dte.invoice_id`;
 }
 
-/** A CLP-only document for an invoice in another currency (decisions §15). */
+/** A CLP-only document for an invoice in another currency (docs/decisions.md §15). */
 export async function markDteNotApplicable(db: Queryable, invoiceId: string): Promise<void> {
   await db`UPDATE invoices SET dte_status = 'not_applicable' WHERE id = ${invoiceId}`;
 }
@@ -239,7 +239,7 @@ export async function staleSentSubmissions(db: Queryable, before: Date): Promise
   return rows.map((r) => r.id);
 }
 
-/** Which of the SII's services uploads a document: boletas (39, 41) go to the boleta service (decisions §20). */
+/** Which of the SII's services uploads a document: boletas (39, 41) go to the boleta service (docs/decisions.md §20). */
 export type Channel = 'soap' | 'boleta';
 
 /** Up to `limit` of the merchant's documents waiting for an upload through the channel, oldest first, locked for this transaction. */

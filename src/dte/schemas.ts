@@ -3,7 +3,7 @@ import { DOCUMENT_STATUSES } from './queries.js';
 
 const folios = z.number().int().min(0);
 
-/** GET /me's `dte` (decisions §15). */
+/** GET /me's `dte` (docs/decisions.md §15). */
 export const dteSummary = z
   .object({
     enabled: z.boolean().meta({

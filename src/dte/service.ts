@@ -1,4 +1,4 @@
-// Chilean tax documents (decisions §15): setting a merchant up (certificate, CAFs), what it has
+// Chilean tax documents (docs/decisions.md §15): setting a merchant up (certificate, CAFs), what it has
 // left, and issuing an invoice's DTE inside the transaction that sends the invoice.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -22,7 +22,7 @@ import { SII_CAF_CERTIFICATES } from './sii-certs.js';
 import { queueSubmission } from './submission.js';
 import * as q from './queries.js';
 
-/** The tax profile's fields a DTE needs (decisions §15); set-tax-profile leaves the last four optional. */
+/** The tax profile's fields a DTE needs (docs/decisions.md §15); set-tax-profile leaves the last four optional. */
 const DTE_PROFILE_FIELDS = ['rut', 'razon_social', 'giro', 'acteco', 'direccion', 'comuna', 'ciudad', 'resolucion_numero', 'resolucion_fecha', 'sii_env'] as const;
 
 /** The tax-profile fields the merchant still lacks to issue DTEs. */
@@ -136,7 +136,7 @@ function cafView(c: q.CafRow) {
 }
 
 /**
- * Loads a CAF once it checks out (decisions §15): a type this service issues, the merchant's RUT,
+ * Loads a CAF once it checks out (docs/decisions.md §15): a type this service issues, the merchant's RUT,
  * SII's signature with the key of the merchant's environment, the CAF's key pair whole, and a
  * range that shares no folio with one loaded already.
  */
@@ -318,7 +318,7 @@ function assertReceiverComplete(invoice: InvoiceRow): void {
  * stored with the invoice, its submission to SII queued. A merchant without the three pieces
  * issues none; an invoice in another currency than CLP gets `not_applicable`. A client with a
  * Chilean RUT gets a factura; one without (a consumer: no factura to 66666666-6) a boleta when the
- * merchant has CAFs of its type (decisions §20), else `not_applicable`. A factura's receiver
+ * merchant has CAFs of its type (docs/decisions.md §20), else `not_applicable`. A factura's receiver
  * without giro, address or comuna, or no folio left, refuses the send.
  */
 export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
@@ -396,7 +396,7 @@ export async function noteTarget(db: Queryable, of: { invoiceId: string } | { no
 /**
  * Whom a note is addressed to: its document's receiver. A boleta's consumer is 66666666-6, which
  * the SII takes on no note: a boleta's note, and a note of that note, name the issuer itself as
- * their receiver, as the SII instructs (decisions §20).
+ * their receiver, as the SII instructs (docs/decisions.md §20).
  */
 function noteReceiver(invoice: InvoiceRow, target: NoteTarget, issuer: Signer['issuer']): Receiver {
   if (hasCompanyRut(target.receiverRut) && target.receiverRut !== issuer.rut) return invoiceReceiver(invoice, target.receiverRut);

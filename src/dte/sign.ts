@@ -1,4 +1,4 @@
-// XMLDSig as SII checks it (decisions §15): enveloped, RSA-SHA1 over inclusive C14N, the
+// XMLDSig as SII checks it (docs/decisions.md §15): enveloped, RSA-SHA1 over inclusive C14N, the
 // reference by the element's ID, KeyInfo carrying the RSA key value and the certificate.
 import { SignedXml } from 'xml-crypto';
 import type { SigningIdentity } from './certificate.js';

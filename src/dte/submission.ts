@@ -1,9 +1,9 @@
-// Submitting documents to the SII (decisions §15), as jobs after the commit that issued them:
+// Submitting documents to the SII (docs/decisions.md §15), as jobs after the commit that issued them:
 // a merchant's documents ready together go in one envelope, uploaded with a token from a signed
 // seed; the upload's intent is committed before the call and its track id after it, in a new
 // transaction; then the upload's state is polled until SII's answer is final. No call to SII
 // holds a transaction. Facturas and notes go as an EnvioDTE to the SOAP upload, boletas as an
-// EnvioBOLETA to the boleta REST service (decisions §20): each upload goes through one channel.
+// EnvioBOLETA to the boleta REST service (docs/decisions.md §20): each upload goes through one channel.
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config.js';
 import type { Queryable, Sql } from '../db/client.js';
@@ -161,7 +161,7 @@ const SOAP: Channel = {
 
 const BOLETA: Channel = {
   name: 'boleta',
-  // The EnvioBOLETA schema's limit (decisions §20): a merchant's waiting boletas travel together.
+  // The EnvioBOLETA schema's limit (docs/decisions.md §20): a merchant's waiting boletas travel together.
   perEnvelope: 500,
   envelope: buildEnvioBoleta,
   tokens: boletaTokens,
@@ -371,7 +371,7 @@ export async function pollSubmission(deps: SubmissionDeps, submissionId: string,
 }
 
 /**
- * Polls a boleta upload's state once (decisions §20): processed, each boleta takes its own outcome
+ * Polls a boleta upload's state once (docs/decisions.md §20): processed, each boleta takes its own outcome
  * (SII lists the rejected and the objected to, with its reasons); an envelope refused whole
  * rejects them all; still processing schedules the next poll.
  */

@@ -35,7 +35,7 @@ const disabledData = z.object({
 
 export type ComposedEmail = Mail.Options & { subject: string };
 
-/** The notice to the merchant that one of their webhook endpoints was disabled (decisions §10). */
+/** The notice to the merchant that one of their webhook endpoints was disabled (docs/decisions.md §10). */
 async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Promise<ComposedEmail> {
   const merchant = await getMerchant(deps.sql, email.merchant_id);
   if (!merchant) throw new Error(`e-mail ${email.id}: merchant is gone`);
@@ -102,7 +102,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   }
   const rendered = renderEmail(email.kind as EmailKind, locale, vars, {
     customMessage,
-    // Decisions §11: the button offers to pay only where the hosted page can take the payment.
+    // docs/decisions.md §11: the button offers to pay only where the hosted page can take the payment.
     canPay: merchant.can_charge,
     issuer: legalProfile(merchant),
   });
@@ -112,7 +112,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     if (!pdf) throw new Error(`e-mail ${email.id}: invoice ${invoice.id} has no PDF`);
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
   }
-  // Decisions §15: the invoice e-mail carries the tax document beside its printed representation.
+  // docs/decisions.md §15: the invoice e-mail carries the tax document beside its printed representation.
   if (email.kind === 'invoice' && dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
   if (note) {
     const pdf = await printNote(deps.sql, { note, invoice, merchant });

@@ -66,7 +66,7 @@ async function unclaimed(tx: Tx, id: string): Promise<null> {
  * sends nothing. A failure is recorded and thrown so pg-boss retries with backoff; the last one
  * (`finalAttempt`) marks the row failed.
  *
- * No transaction is open and no connection held while SMTP talks (decisions §10): a slow server
+ * No transaction is open and no connection held while SMTP talks (docs/decisions.md §10): a slow server
  * would otherwise keep a pool connection and a row lock for as long as it likes. The claim is
  * committed first (so a crash mid-send still shows the attempt), and the outcome is recorded
  * afterwards under that claim.

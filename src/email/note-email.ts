@@ -1,5 +1,5 @@
 // A credit or debit note is e-mailed to the client with its PDF and, when it has one, its DTE
-// (decisions §17), as the invoice was.
+// (docs/decisions.md §17), as the invoice was.
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import type { Queryable } from '../db/client.js';

@@ -15,7 +15,7 @@ interface KindStrings {
   body: string;
   /** The button's text: what the linked page lets the reader do. */
   cta: string;
-  /** The button's text when the merchant can take the payment on that page (decisions §11). */
+  /** The button's text when the merchant can take the payment on that page (docs/decisions.md §11). */
   cta_pay?: string;
 }
 

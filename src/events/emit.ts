@@ -38,7 +38,7 @@ export interface EventRecord {
   data: Record<string, unknown>;
 }
 
-/** The event as receivers get it (decisions §10); the same object is stored. */
+/** The event as receivers get it (docs/decisions.md §10); the same object is stored. */
 export function buildEvent(type: EventType, data: Record<string, unknown>, isTest: boolean): EventRecord {
   return { id: newId(), type, created_at: clock.now().toISOString(), api_version: 'v1', is_test: isTest, data };
 }

@@ -20,7 +20,7 @@ export interface EventFilter {
 /**
  * An original delivery of the event (replays are linked to theirs) that did not succeed, and that
  * no replay of it delivered: the endpoint has not received the event yet, or gave up on it
- * (decisions §18). The merchant's such deliveries are few, and webhook_deliveries_undelivered
+ * (docs/decisions.md §18). The merchant's such deliveries are few, and webhook_deliveries_undelivered
  * (sql/020) holds exactly them: the planner starts from it rather than from every event;
  * replays are found through webhook_deliveries_replay_of.
  */

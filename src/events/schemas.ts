@@ -7,7 +7,7 @@ import { invoiceResource, reminderResource } from '../invoices/schemas.js';
 import { paymentResource } from '../payments/schemas.js';
 import { eventTypeNames, eventTypes, type EventType } from './emit.js';
 
-// Decisions §10: `data.object` is the resource as its GET returns it, so each event's data reuses
+// docs/decisions.md §10: `data.object` is the resource as its GET returns it, so each event's data reuses
 // the schema that documents that GET's answer.
 const invoiceData = z.object({ object: invoiceResource });
 const clientData = z.object({ object: clientResource });
@@ -48,7 +48,7 @@ export function eventSchemaName(type: EventType): string {
   return `${type.replace(/(?:^|[._])([a-z])/g, (_, c: string) => c.toUpperCase())}Event`;
 }
 
-/** The body a receiver gets for an event of this type (decisions §10), as `buildEvent` writes it. */
+/** The body a receiver gets for an event of this type (docs/decisions.md §10), as `buildEvent` writes it. */
 function eventSchema(type: EventType) {
   return z
     .object({
@@ -64,7 +64,7 @@ function eventSchema(type: EventType) {
 
 export const eventSchemas = Object.fromEntries(eventTypeNames.map((type) => [type, eventSchema(type)])) as Record<EventType, ReturnType<typeof eventSchema>>;
 
-// ─── The events API (decisions §18) ──────────────────────────────────────────
+// ─── The events API (docs/decisions.md §18) ──────────────────────────────────────────
 
 const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
 
@@ -86,7 +86,7 @@ export const eventResource = z
       .record(z.string(), z.unknown())
       .meta({ description: '`{ object: the resource as its GET returned it then }`, and for invoice.reminder_sent `reminder`: as the webhook of this type documents it (`InvoicePaidEvent`, …)' }),
   })
-  .meta({ id: 'Event', description: 'An event exactly as its webhook deliveries carry it (decisions §10)' });
+  .meta({ id: 'Event', description: 'An event exactly as its webhook deliveries carry it' });
 
 export const eventList = z.object({
   data: z.array(eventResource).meta({ description: 'Newest first (by id)' }),

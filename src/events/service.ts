@@ -8,11 +8,11 @@ export function eventNotFound(id: string): AppError {
   return new AppError('event_not_found', `No event ${id}.`);
 }
 
-/** The stored text parsed: the body its deliveries carried (decisions §18). */
+/** The stored text parsed: the body its deliveries carried (docs/decisions.md §18). */
 const asEvent = (row: q.StoredEvent) => JSON.parse(row.payload) as EventRecord;
 
 /**
- * Decisions §18: a page of the merchant's events, newest first. `starting_after` must be one of
+ * docs/decisions.md §18: a page of the merchant's events, newest first. `starting_after` must be one of
  * the merchant's events (422 naming it otherwise): an id from elsewhere is a mistake worth saying,
  * not an empty page.
  */

@@ -132,7 +132,7 @@ async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, k
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const auth = request.auth!;
   const params = request.apiParams ?? {};
-  // Fastify parses text/plain by itself; the API takes JSON only (415, decisions §14).
+  // Fastify parses text/plain by itself; the API takes JSON only (415, docs/decisions.md §14).
   if (request.body !== undefined && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
     throw AppError.validation([{ path: 'body', message: 'Content-Type must be application/json' }], 415, 'Content-Type must be application/json.');
   }
@@ -192,7 +192,7 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
     // Another request stored its answer first; this one's work was rolled back.
     if (isKeyTaken(err)) return answerStored(reply, await lookUpAgain(ctx, merchantId, route, idemKey, hash));
     const appErr = toAppError(err);
-    // Decisions §14: of the failures, only a conflict of a request that began executing is an
+    // docs/decisions.md §14: of the failures, only a conflict of a request that began executing is an
     // answer worth replaying; anything else (a 404 included) rolled back with nothing stored,
     // leaving the key free, so that failed requests cannot fill the table.
     if (appErr.status !== 409) throw appErr;
@@ -229,7 +229,7 @@ export function registerApi(app: FastifyInstance, ctx: AppContext, routes: Route
     }
     await authenticate(ctx, limiter, concurrency, request, reply, def);
     // The path id is checked here, before Fastify parses the body, so a malformed id wins over a
-    // body of the wrong type (decisions §14: scope → path id → body).
+    // body of the wrong type (docs/decisions.md §14: scope → path id → body).
     if (def?.params) request.apiParams = parseOrThrow(def.params, request.params, def.malformedIdStatus ?? 400);
   });
   for (const def of routes) {

@@ -1,5 +1,5 @@
 /**
- * Stripe's second limiter (decisions §8): how many requests of one key this web process is
+ * Stripe's second limiter (docs/decisions.md §8): how many requests of one key this web process is
  * working on at once. The per-minute limit bounds how often a key may ask; this bounds how much
  * memory and how many pool connections it can hold at one moment (a page of 100 large invoices
  * is tens of megabytes until it is written out).

@@ -66,7 +66,7 @@ export interface RouteDef<
   /**
    * Outbound work (an exchange-rate provider, a payment gateway) done on the pool before the
    * request's transaction begins, so that no connection or transaction waits on another
-   * service (decisions §10). It runs once the request is valid. What it returns is the handler's
+   * service (docs/decisions.md §10). It runs once the request is valid. What it returns is the handler's
    * `prepared`.
    */
   prepare?(input: RequestInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<R>;

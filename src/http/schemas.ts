@@ -33,7 +33,7 @@ export function iso(d: Date | string | null | undefined): string | null {
 }
 
 /*
- * Text fields carry text (decisions §19). A one-line field refuses the C0 controls (tab, CR and LF
+ * Text fields carry text (docs/decisions.md §19). A one-line field refuses the C0 controls (tab, CR and LF
  * included), DEL, the C1 controls, U+2028/U+2029 and the bidirectional overrides and isolates
  * (U+202A–U+202E, U+2066–U+2069): a U+202E reversed a client name on the page, in the e-mail, the
  * console and the PDF, and a CR/LF in a name or phone printed as a line of its own ("Bcc: v@x.cl").

@@ -85,7 +85,7 @@ function rateNeeded(merchant: MerchantSettings, input: CreateInvoiceInput, now: 
 }
 
 /**
- * Before the request's transaction (decisions §10): the provider is asked for the rates these
+ * Before the request's transaction (docs/decisions.md §10): the provider is asked for the rates these
  * create requests need and the table lacks. The transaction's "today" may be a day later, past
  * midnight; the rate fetched here still counts then (a rate up to 7 days old does).
  */

@@ -71,7 +71,7 @@ export interface InvoiceRow {
   payment_provider: string | null;
   payment_transaction_id: string | null;
   source: 'api' | 'checkout';
-  /** Decisions §15: the tax document, null for a merchant that issues none. */
+  /** docs/decisions.md §15: the tax document, null for a merchant that issues none. */
   dte_type: number | null;
   dte_folio: number | null;
   dte_status: string | null;

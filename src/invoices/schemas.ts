@@ -159,7 +159,7 @@ export const invoiceItemResource = z.object({
   line_total: z.string(),
 });
 
-/** Decisions §15: the credit note (type 61) that cancelled the invoice's DTE, or null. */
+/** docs/decisions.md §15: the credit note (type 61) that cancelled the invoice's DTE, or null. */
 const creditNote = z
   .object({
     type: z.literal(61),

@@ -41,7 +41,7 @@ export interface InvoiceDeps {
   secrets?: SecretBox;
 }
 
-/** The 409 that explains why a guarded transition matched no row (decisions §4's table). */
+/** The 409 that explains why a guarded transition matched no row (docs/decisions.md §4's table). */
 async function explainRejection(db: Queryable, merchantId: string, id: string, op: 'send' | 'mark-paid' | 'remind' | 'cancel'): Promise<AppError> {
   const status: InvoiceStatus | null = await q.invoiceStatus(db, merchantId, id);
   if (!status) return invoiceNotFound(id);
@@ -89,11 +89,11 @@ export async function viewInvoice(db: Queryable, token: string, deps: Pick<Invoi
   return firstView ?? (await q.touchViewed(db, token, now));
 }
 
-// Decisions §4: automated reminders 3 days before the due date, on it, and 7 days after, at 09:00.
+// docs/decisions.md §4: automated reminders 3 days before the due date, on it, and 7 days after, at 09:00.
 const AUTOMATED_REMINDER_OFFSETS = [-3, 0, 7] as const;
 const AUTOMATED_REMINDER_HOUR = '09:00';
 
-// Decisions §19: reminders are not a relay. At most this many manual reminders per invoice in a day.
+// docs/decisions.md §19: reminders are not a relay. At most this many manual reminders per invoice in a day.
 const MANUAL_REMINDER_CAP = 3;
 const MANUAL_REMINDER_WINDOW_MS = 24 * 60 * 60 * 1000;
 

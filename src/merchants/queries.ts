@@ -25,7 +25,7 @@ export interface MerchantRow {
   updated_at: Date;
 }
 
-/** The legal profile's columns (decisions §15): all of them are set together. */
+/** The legal profile's columns (docs/decisions.md §15): all of them are set together. */
 export interface TaxProfile {
   rut: string;
   razon_social: string;

@@ -38,14 +38,14 @@ export const createKeyInput = z.strictObject({
   rate_limit: z.number().int().positive().nullable().default(null),
 });
 
-// One line of text each (decisions §19): the documents print them.
+// One line of text each (docs/decisions.md §19): the documents print them.
 const line = (max: number) => oneLine().trim().min(1).max(max);
 
 /** A Chilean RUT with a valid check digit, with or without dots; kept as `76086428-5`, as a client's is. */
 const rut = oneLine().trim().refine(looksLikeRut, 'must be a RUT such as 76.086.428-5').pipe(clientRut);
 
 /**
- * The issuer's legal profile (decisions §15; issue: documents carry the issuer's legal data). The
+ * The issuer's legal profile (docs/decisions.md §15; issue: documents carry the issuer's legal data). The
  * printed fields are required; acteco, the SII resolution and environment are needed only to
  * issue DTEs, and may come later.
  */
@@ -62,7 +62,7 @@ export const taxProfileInput = z.strictObject({
   sii_env: z.enum(['certificacion', 'produccion']).nullable().default(null),
 });
 
-/** Free text the hosted invoice page shows when the merchant cannot take payments online (decisions §11); at most 50 line breaks (§19). */
+/** Free text the hosted invoice page shows when the merchant cannot take payments online (docs/decisions.md §11); at most 50 line breaks (§19). */
 export const paymentInstructionsInput = multiLine(50).trim().min(1).max(2000).nullable();
 
 

@@ -8,7 +8,7 @@ import type { PaymentResource } from './schemas.js';
 export type { PaymentRow } from './queries.js';
 export type { PaymentResource } from './schemas.js';
 
-/** The Payment of decisions §12, as GET /payments/{id} returns it and `payment.*` events carry it. */
+/** The Payment of docs/decisions.md §12, as GET /payments/{id} returns it and `payment.*` events carry it. */
 export function paymentResource(row: q.PaymentRow): PaymentResource {
   return {
     id: row.id,

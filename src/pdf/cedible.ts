@@ -1,4 +1,4 @@
-// The "CEDIBLE" copy of a factura (decisions §17): the copy the receiver signs on delivery, which
+// The "CEDIBLE" copy of a factura (docs/decisions.md §17): the copy the receiver signs on delivery, which
 // the issuer can then assign (ceder) to a factoring company. The SII asks for the receipt box of
 // Ley 19.983 and the word CEDIBLE at the bottom right of the document. Their texts are the SII's
 // and the law's, so they stay Spanish in a document of any language.

@@ -1,4 +1,4 @@
-// What turns the invoice PDF into SII's printed representation of a DTE (decisions §15): the red
+// What turns the invoice PDF into SII's printed representation of a DTE (docs/decisions.md §15): the red
 // box at the top right and the timbre, the TED as a PDF417 barcode, near the bottom. Their texts
 // are SII's and stay Spanish in a document of any language.
 import bwipjs from 'bwip-js';
@@ -52,7 +52,7 @@ const ECLEVEL = 5;
 const TEXT_SIZE = 8;
 const TEXT_GAP = 5;
 
-/** A boleta (decisions §20): the consumer's document, which may print on a receipt printer's roll. */
+/** A boleta (docs/decisions.md §20): the consumer's document, which may print on a receipt printer's roll. */
 export const isBoleta = (dte: PrintedDte): dte is PrintedDte & { type: 39 | 41 } => dte.type === 39 || dte.type === 41;
 
 /** "FACTURA ELECTRÓNICA N.º 1042": the document as SII names it. */
@@ -84,7 +84,7 @@ export function drawRedBox(doc: PDFKit.PDFDocument, dte: PrintedDte, issuer: Leg
 
 /**
  * The "Referencias" of an invoice printed as its credit note: the type, folio and date of the
- * document it cancels and SII's reason, as the document's Referencia carries them (decisions §15).
+ * document it cancels and SII's reason, as the document's Referencia carries them (docs/decisions.md §15).
  */
 export function cancelledDocumentTable(reference: Reference, locale: Locale): ReferenceTable {
   return {

@@ -27,7 +27,7 @@ export async function insertPdfIfAbsent(db: Queryable, invoiceId: string, conten
   return rows.length > 0;
 }
 
-/** A rendering of an issued invoice other than its document: a boleta's ticket (decisions §20). */
+/** A rendering of an issued invoice other than its document: a boleta's ticket (docs/decisions.md §20). */
 export type PdfVariant = 'ticket';
 
 /** The stored variant of one of the merchant's invoices, in one round trip. */
@@ -56,7 +56,7 @@ export async function invoiceMerchantId(db: Queryable, invoiceId: string): Promi
   return rows[0]?.merchant_id ?? null;
 }
 
-/** Beside the note, its invoice and its merchant, what a note's PDF prints (decisions §17). */
+/** Beside the note, its invoice and its merchant, what a note's PDF prints (docs/decisions.md §17). */
 export interface NotePrintSources {
   /** YYYY-MM-DD: its DTE's FchEmis, or the merchant's date of the note when it has no DTE. */
   issue_date: string;

@@ -1,4 +1,4 @@
-// A document's "Referencias" (decisions §17): the other documents it points to (an orden de
+// A document's "Referencias" (docs/decisions.md §17): the other documents it points to (an orden de
 // compra, a contract, the factura a note modifies), as the SII's Referencia lines carry them, in a
 // table between the client and the items.
 import { formatDate } from '../format.js';

@@ -22,11 +22,11 @@ export interface RenderOptions {
   publicUrl: string;
   /** The merchant can take payments on that page (`can_charge`): the link says "view and pay", else "view". */
   canCharge?: boolean;
-  /** An issued DTE: the PDF becomes SII's printed representation of it (decisions §15). Never on a draft. */
+  /** An issued DTE: the PDF becomes SII's printed representation of it (docs/decisions.md §15). Never on a draft. */
   dte?: PrintedDte;
-  /** The SII's cedible copy of a factura (a `dte` of type 33 or 34): the receipt box and CEDIBLE beside the timbre (decisions §17). */
+  /** The SII's cedible copy of a factura (a `dte` of type 33 or 34): the receipt box and CEDIBLE beside the timbre (docs/decisions.md §17). */
   copy?: PdfCopy;
-  /** `ticket`: a boleta (a `dte` of type 39 or 41) on a receipt printer's 80 mm roll (decisions §20); A4 otherwise. */
+  /** `ticket`: a boleta (a `dte` of type 39 or 41) on a receipt printer's 80 mm roll (docs/decisions.md §20); A4 otherwise. */
   format?: PdfFormat;
 }
 
@@ -131,7 +131,7 @@ type TotalsRow = [label: string, amount: string, strong: boolean];
 /**
  * The totals block. Without discounts or exempt lines an invoice's is the subtotal, the tax and the
  * total; with them, and always on a note, it shows how the total is made, as the SII's Totales do:
- * the global discount, the net (taxed) amount, the exempt amount, the tax and the total (decisions §17).
+ * the global discount, the net (taxed) amount, the exempt amount, the tax and the total (docs/decisions.md §17).
  */
 function totalsRows(doc: Totalled, L: PdfLabels, locale: Locale, opts: { itemised: boolean }): TotalsRow[] {
   const money = (amount: string) => formatMoney(amount, doc.currency, locale);
@@ -206,7 +206,7 @@ interface PrintOptions {
 /**
  * The invoice as a PDF, in the invoice's locale, in an embedded Unicode font (fonts.ts). The
  * issuer prints with its legal profile when it has one; the hosted page's link says "view and pay"
- * only when the merchant can take payments (decisions §11). Deterministic: the same invoice gives
+ * only when the merchant can take payments (docs/decisions.md §11). Deterministic: the same invoice gives
  * the same bytes, as the creation date (and so the file id) comes from the invoice, not from the
  * clock.
  *
@@ -270,7 +270,7 @@ export function renderInvoicePdf(invoice: InvoiceWithItems, merchant: MerchantRo
 }
 
 /**
- * The boleta the SII received (decisions §20): its lines and totals as boleta.ts states them, VAT
+ * The boleta the SII received (docs/decisions.md §20): its lines and totals as boleta.ts states them, VAT
  * included and adding up to the peso, so what the consumer reads is what the DTE says.
  */
 function boletaOf(invoice: InvoiceWithItems, merchant: MerchantRow, dte: PrintedDte & { type: 39 | 41 }): BoletaContent {
@@ -297,7 +297,7 @@ function boletaItemRow(line: BoletaLine, quantity: string, boleta: BoletaContent
 }
 
 /**
- * The invoice printed as its boleta (decisions §20): the consumer's name and e-mail when known and
+ * The invoice printed as its boleta (docs/decisions.md §20): the consumer's name and e-mail when known and
  * never the generic RUT 66666666-6 the DTE addresses, prices and totals with VAT as the boleta
  * states them, and for a 39 the VAT it contains on a line of its own, which the SII asks a boleta
  * to show.
@@ -338,7 +338,7 @@ function boletaSheet(invoice: InvoiceWithItems, merchant: MerchantRow, dte: Prin
 /** The document a note modifies, as its last reference names it: by its DTE, or by its own number when it has none. */
 export type ModifiedDocument = { date: string } & ({ dteType: number; folio: number } | { kind: 'invoice' | 'credit'; number: string });
 
-/** A credit or debit note as its PDF prints it (decisions §17). */
+/** A credit or debit note as its PDF prints it (docs/decisions.md §17). */
 export interface PrintedNote {
   note: NoteRow;
   /** The note's invoice: its client, language, tax treatment and number. */

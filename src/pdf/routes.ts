@@ -40,7 +40,7 @@ const NOTE_PDFS = {
   debit: { type: 56, number: 'DN-000001', operationId: 'getDebitNotePdf' },
 } as const;
 
-/** GET /credit-notes/{credit_note_id}/pdf or /debit-notes/{debit_note_id}/pdf: the note's PDF (decisions §17). */
+/** GET /credit-notes/{credit_note_id}/pdf or /debit-notes/{debit_note_id}/pdf: the note's PDF (docs/decisions.md §17). */
 function notePdfRoute<P extends z.ZodType>(kind: NoteKind, params: P, idOf: (params: z.output<P>) => string) {
   const { type, number, operationId } = NOTE_PDFS[kind];
   const name = `${kind} note`;

@@ -26,7 +26,7 @@ export interface InvoicePdf {
 
 const sha256 = (content: Buffer) => createHash('sha256').update(content).digest('hex');
 
-/** What the PDF prints of the invoice's tax document: SII's printed representation (decisions §15). */
+/** What the PDF prints of the invoice's tax document: SII's printed representation (docs/decisions.md §15). */
 function printedDte(d: InvoiceDte): PrintedDte {
   return { type: d.dte_type, folio: d.folio, ted: d.ted, resolutionNumber: d.resolucion_numero, resolutionDate: d.resolucion_fecha };
 }
@@ -59,7 +59,7 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
 }
 
 /**
- * The SII's cedible copy of one of the merchant's invoices (decisions §17), or null when there is
+ * The SII's cedible copy of one of the merchant's invoices (docs/decisions.md §17), or null when there is
  * no such invoice; a 422 on `copy` for an invoice without a factura (a DTE of type 33 or 34), a
  * draft included. Rendered on every request and never stored nor cached: the stored document is
  * the original, which every other caller serves. It prints the merchant as it is now, so a legal
@@ -77,7 +77,7 @@ export async function invoiceCopyPdf(db: Queryable, merchantId: string, invoiceI
 }
 
 /**
- * A boleta's ticket (decisions §20): the boleta on a receipt printer's 80 mm roll, or null when
+ * A boleta's ticket (docs/decisions.md §20): the boleta on a receipt printer's 80 mm roll, or null when
  * there is no such invoice; a 422 on `format` for an invoice without a boleta (a DTE of type 39 or
  * 41), a draft included: a factura's printed representation is the A4 one, with its receiver's
  * data and room for the cedible copy. Rendered once and stored apart from the invoice's document
@@ -172,7 +172,7 @@ export interface NoteSources {
   merchant: MerchantRow;
 }
 
-/** The PDF of one of the merchant's credit or debit notes (decisions §17), or null when there is no such note. */
+/** The PDF of one of the merchant's credit or debit notes (docs/decisions.md §17), or null when there is no such note. */
 export async function notePdf(db: Queryable, merchantId: string, kind: NoteKind, noteId: string): Promise<InvoicePdf | null> {
   const note = await getNote(db, merchantId, kind, noteId);
   if (!note) return null;

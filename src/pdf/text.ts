@@ -114,7 +114,7 @@ export function pdfText(value: string): string {
 /** A copy of an issued document other than the original: the SII's "cedible" copy of a factura. */
 export type PdfCopy = 'cedible';
 
-/** The page a document prints on: A4, or a receipt printer's 80 mm roll (a boleta's ticket, decisions §20). */
+/** The page a document prints on: A4, or a receipt printer's 80 mm roll (a boleta's ticket, docs/decisions.md §20). */
 export type PdfFormat = 'a4' | 'ticket';
 
 const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };

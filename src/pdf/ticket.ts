@@ -1,4 +1,4 @@
-// A boleta on a receipt printer's roll (decisions §20, `?format=ticket`): the same document as its
+// A boleta on a receipt printer's roll (docs/decisions.md §20, `?format=ticket`): the same document as its
 // A4 print, in one column 80 mm wide, as tall as its content. A receipt printer prints one colour,
 // so the SII's red box is black here.
 import type { MerchantRow } from '../merchants/queries.js';

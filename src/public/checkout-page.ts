@@ -38,7 +38,7 @@ type ClosedState = 'completed' | 'expired' | 'closed';
 type PageState = ClosedState | 'open' | 'confirming';
 
 // The words that depend on where the customer came from and goes back to: the shop's site for a
-// session of POST /checkout, the invoice page for one opened there (decisions §11).
+// session of POST /checkout, the invoice page for one opened there (docs/decisions.md §11).
 const returnKeys = ['cancel', 'back', 'expiredBody', 'closedBody'] as const;
 type ReturnLabels = Record<(typeof returnKeys)[number], string>;
 
@@ -183,7 +183,7 @@ async function renderPage(ctx: AppContext, s: CheckoutRow, confirming = false): 
     stateBody: closed === 'completed' ? L.completedBody : closed ? back[`${closed}Body`] : state === 'confirming' ? L.confirmingBody : '',
     returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
     returnLabel: back.back,
-    // A paid sale's boleta is the customer's tax document (decisions §20): its PDF is linked here.
+    // A paid sale's boleta is the customer's tax document (docs/decisions.md §20): its PDF is linked here.
     boletaHref: closed === 'completed' && (invoice.dte_type === 39 || invoice.dte_type === 41) ? `${publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token)}/pdf` : null,
   });
 }
@@ -233,7 +233,7 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
         let found = TOKEN.test(token) ? await sessionByToken(ctx.sql, token) : null;
         // Back from a gateway's page with the payment it made (Mercado Pago's back URL carries
         // payment_id): looked up (or found recorded) before anything is shown, and the customer
-        // sent on as a Webpay return sends them (decisions §11): paid → success_url, declined →
+        // sent on as a Webpay return sends them (docs/decisions.md §11): paid → success_url, declined →
         // cancel_url with the session still payable, undecided → this page, confirming, reloading
         // itself. A payment id that proves nothing shows the page as it stands.
         const paymentId = request.query.payment_id;
@@ -257,7 +257,7 @@ export function registerCheckoutPages(app: FastifyInstance, ctx: AppContext): vo
       pages.post<{ Params: { token: string } }>('/:token/pay', (request, reply) => submit(request, reply, 'pay'));
       pages.post<{ Params: { token: string } }>('/:token/decline', (request, reply) => submit(request, reply, 'decline'));
 
-      // Decisions §16: the customer back from Webpay's form, by GET. token_ws alone: commit it;
+      // docs/decisions.md §16: the customer back from Webpay's form, by GET. token_ws alone: commit it;
       // TBK_TOKEN (abandoned, or an error page left) or only TBK_ORDEN_COMPRA (a timeout there):
       // nothing was paid. Each lands where the sandbox's Pay or cancel would.
       pages.get<{ Params: { token: string }; Querystring: Record<string, string | string[] | undefined> }>('/:token/return', async (request, reply) => {

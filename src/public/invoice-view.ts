@@ -25,7 +25,7 @@ export interface PayForm {
 /**
  * What the hosted invoice page shows. An invoice the customer can pay now has a Pay button when
  * the merchant can charge, and the merchant's own payment instructions (or, with none, a word to
- * contact it) when it cannot (decisions §11).
+ * contact it) when it cannot (docs/decisions.md §11).
  */
 export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchant, L: PublicLabels, pdfUrl: string, payForm: PayForm) {
   const locale = invoice.locale;
@@ -65,7 +65,7 @@ export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchan
     // Kept as the merchant wrote it; the template escapes it and the page keeps its line breaks.
     instructions: due && !canCharge ? (merchant.payment_instructions ?? L.contactIssuer) : null,
     pdfUrl,
-    // A factura's cedible copy, the one the customer signs on delivery (decisions §17).
+    // A factura's cedible copy, the one the customer signs on delivery (docs/decisions.md §17).
     cedibleUrl: invoice.dte_type === 33 || invoice.dte_type === 34 ? `${pdfUrl}?copy=cedible` : null,
   };
 }

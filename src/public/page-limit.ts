@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { secondsUntilReset } from '../http/rate-limit.js';
 import { sendTooManyPage } from './routes.js';
 
-// Decisions §8: a person opens an invoice or a payment page a few times; a script guessing
+// docs/decisions.md §8: a person opens an invoice or a payment page a few times; a script guessing
 // tokens or hammering the PDF opens it thousands of times.
 export const HOSTED_PAGES_PER_MINUTE = 120;
 

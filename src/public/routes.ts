@@ -187,7 +187,7 @@ export function registerPublicPages(app: FastifyInstance, ctx: AppContext): void
         return reply.code(200).type('text/html; charset=utf-8').send(invoicePage(ctx, found.invoice, found.merchant));
       });
 
-      // Decisions §11: Pay opens (or reuses) the invoice's checkout session and sends the customer
+      // docs/decisions.md §11: Pay opens (or reuses) the invoice's checkout session and sends the customer
       // there; an invoice that cannot be paid now sends them back to its page, which says why.
       pages.post<{ Params: { token: string } }>('/:token/pay', async (request, reply) => {
         const { token } = request.params;

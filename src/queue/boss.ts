@@ -81,14 +81,14 @@ export const queues = {
   idempotencyPurge: { name: 'idempotency-purge', expireInSeconds: 120, retryLimit: 2, retryDelay: 60 },
   // Fan-out only writes rows: quick, and safe to repeat (one delivery per event and endpoint).
   webhookFanout: { name: 'webhook-fanout', expireInSeconds: 60, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 10, retryDelay: 1, retryBackoff: true, notify: true },
-  // One attempt per job; the next attempt is a new job on the schedule of decisions §10, so
+  // One attempt per job; the next attempt is a new job on the schedule of docs/decisions.md §10, so
   // pg-boss's own retries only cover a worker that died or a database that blinked. The lease
   // outlasts the 15 s request timeout.
   webhookDeliver: { name: 'webhook-deliver', expireInSeconds: 30, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 20, retryDelay: 1, retryBackoff: true, notify: true },
   // One job per session at its expires_at (and a periodic sweep with no checkout_id). A run that
   // finds its session not due yet (clocks a little apart) throws, and the backoff retries it.
   checkoutExpire: { name: 'checkout-expire', expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
-  // Decisions §15: a merchant's documents to SII. SII down or slow is retried with backoff for
+  // docs/decisions.md §15: a merchant's documents to SII. SII down or slow is retried with backoff for
   // about a day (capped at an hour apart); the sweep picks up anything still owed after that.
   // The lease outlasts a seed, a token and an upload at their 30 s timeouts.
   dteSubmit: { name: 'dte-submit', expireInSeconds: 180, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600, notify: true },
@@ -96,7 +96,7 @@ export const queues = {
   // call is retried like the submission.
   dteStatus: { name: 'dte-status', expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600 },
   dteSweep: { name: 'dte-sweep', expireInSeconds: 120, retryLimit: 2, retryDelay: 30 },
-  // Decisions §18: the daily purge of what is older than the retention, in short batches; a run
+  // docs/decisions.md §18: the daily purge of what is older than the retention, in short batches; a run
   // that removes a month at once takes minutes, and its heartbeat keeps it its own meanwhile.
   eventPurge: { name: 'event-purge', expireInSeconds: 3600, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 2, retryDelay: 300 },
 } as const satisfies Record<string, Queue>;

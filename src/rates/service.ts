@@ -36,7 +36,7 @@ export async function exchangeRate(db: Queryable, merchantId: string, currency: 
  * Asks the optional HTTP provider
  * (`GET {EXCHANGE_RATES_URL}?base=CLP&currency=USD&date=YYYY-MM-DD` → `{"rate": 950.25}`) for
  * each needed rate the table lacks, and stores its answers so each day is asked once. It runs on
- * the pool with no transaction open (decisions §10). A provider that fails leaves its rate
+ * the pool with no transaction open (docs/decisions.md §10). A provider that fails leaves its rate
  * missing: the request's own read of the table then reports it, for that request or bulk item.
  */
 export async function fetchMissingRates(sql: Sql, providerUrl: string | undefined, merchantId: string, base: string, needs: RateNeed[]): Promise<void> {

@@ -15,7 +15,7 @@ export interface PurgeResult {
 
 /**
  * Removes the events, webhook deliveries with their attempt logs, and e-mail records older than
- * `retentionDays` (decisions §18), a batch at a time until none is left. Invoices, notes,
+ * `retentionDays` (docs/decisions.md §18), a batch at a time until none is left. Invoices, notes,
  * payments, their PDFs and the signed DTEs are never touched: the law keeps tax documents six years.
  * A pause between batches leaves the database to the requests and the worker.
  */

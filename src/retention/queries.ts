@@ -1,5 +1,5 @@
 // The rows that grow with every event, removed a batch at a time once older than the retention
-// (decisions §18). Each statement is its own short transaction over at most `limit` rows, takes
+// (docs/decisions.md §18). Each statement is its own short transaction over at most `limit` rows, takes
 // only the locks of the rows it removes, and skips a row someone holds (SKIP LOCKED): the purge
 // never waits on a request or the worker, and they wait on it for one batch at most.
 import type { Sql } from '../db/client.js';

@@ -122,7 +122,7 @@ function bareHost(hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
 }
 
-// Receivers listen on the HTTPS ports (decisions §10): any other port of a public host (SSH, a
+// Receivers listen on the HTTPS ports (docs/decisions.md §10): any other port of a public host (SSH, a
 // database, an admin console) is no webhook receiver, and trying it only makes us a port scanner.
 const WEBHOOK_PORTS = ['443', '8443'];
 

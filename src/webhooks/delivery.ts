@@ -25,7 +25,7 @@ export interface DeliveryDeps {
   log?: Log;
 }
 
-// Decisions §10: waits after the first attempt; max_attempts is one more than its length.
+// docs/decisions.md §10: waits after the first attempt; max_attempts is one more than its length.
 export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
 const JITTER = 0.1;
 // A run's claim on a delivery holds this long unless renewed; a live run renews it every
@@ -100,7 +100,7 @@ function judge(result: PostResult): Verdict {
   return 'failure';
 }
 
-/** What the API may tell of a failed attempt (decisions §10): never the raw error. */
+/** What the API may tell of a failed attempt (docs/decisions.md §10): never the raw error. */
 function failureCategory(result: PostResult): DeliveryErrorCategory {
   if (result.errorCategory) return result.errorCategory;
   if (result.status !== null && result.status >= 300 && result.status < 400) return 'redirect';
@@ -164,7 +164,7 @@ const holdUntil = () => new Date(clock.now().getTime() + HOLD_SECONDS * 1000);
  * The attempt once claimed, and its record: a success in one statement, a failure with everything
  * it implies in one transaction (recordFailedAttempt). A stale or duplicate job (not claimed, and
  * the attempt no longer owed) does nothing; one whose delivery another live run holds throws.
- * Decisions §10: no connection nor transaction is held while the receiver is waited for; the
+ * docs/decisions.md §10: no connection nor transaction is held while the receiver is waited for; the
  * outcome gets a transaction of its own.
  */
 async function attemptClaimed(
@@ -216,7 +216,7 @@ async function attemptClaimed(
     error: describeFailure(result),
     error_category: verdict === 'success' ? null : failureCategory(result),
   };
-  // Sandbox endpoints and test deliveries never count failures nor get disabled (decisions §10).
+  // Sandbox endpoints and test deliveries never count failures nor get disabled (docs/decisions.md §10).
   const counts = !claimed.is_test && !claimed.endpoint_sandbox;
   if (verdict === 'success') return q.recordSuccessfulAttempt(db, kept, { id: claimed.endpoint_id, counts }, clock.now());
   logFailedAttempt(deps.log, claimed, kept);

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { assertConnectPort, assertConnectTarget, guardedLookup } from './address-guard.js';
 import type { DeliveryErrorCategory } from './schemas.js';
 
-// Decisions §10: an attempt that has no answer within 15 s failed. A test attempt is made while
+// docs/decisions.md §10: an attempt that has no answer within 15 s failed. A test attempt is made while
 // the merchant's request waits for it, so it gives up sooner.
 export const DELIVERY_TIMEOUT_MS = 15_000;
 export const TEST_DELIVERY_TIMEOUT_MS = 10_000;

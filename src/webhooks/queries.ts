@@ -251,7 +251,7 @@ export async function insertDeliveries(db: Queryable, ds: NewDelivery[]): Promis
     RETURNING *`;
 }
 
-// ─── Recover (decisions §18) ─────────────────────────────────────────────────
+// ─── Recover (docs/decisions.md §18) ─────────────────────────────────────────────────
 
 /** An event the endpoint missed, with its original delivery to it when there is one. */
 export interface MissedEvent {
@@ -456,7 +456,7 @@ export async function listAttempts(db: Queryable, deliveryId: string): Promise<A
 
 export type NewTestDelivery = Omit<NewDelivery, 'max_attempts' | 'is_test' | 'replay_of'>;
 
-/** One attempt, never counted toward the endpoint's failures (decisions §10, §14). */
+/** One attempt, never counted toward the endpoint's failures (docs/decisions.md §10, §14). */
 export async function insertTestDelivery(db: Queryable, d: NewTestDelivery): Promise<DeliveryRow> {
   const [row] = await db<DeliveryRow[]>`
     INSERT INTO webhook_deliveries (id, merchant_id, endpoint_id, event_id, event_type, payload, max_attempts, is_test, from_test_route, created_at, updated_at)

@@ -19,7 +19,7 @@ function refused(path: string, message: string): AppError {
 }
 
 /**
- * Decisions §18: every event of the endpoint's subscription in [since, until) that did not reach
+ * docs/decisions.md §18: every event of the endpoint's subscription in [since, until) that did not reach
  * it is delivered again as a new attempt, due now, through the delivery job fan-out uses. An
  * event with an original delivery gets a replay of it (the same bytes, linked by `replay_of`);
  * an event with none (emitted while the endpoint was disabled) gets its first delivery, built as
@@ -29,7 +29,7 @@ export async function recoverEndpoint(db: Queryable, deps: DeliveryDeps, merchan
   const now = clock.now();
   const since = new Date(input.since);
   const until = input.until ? new Date(input.until) : now;
-  // The body's rules first, then existence (decisions §14).
+  // The body's rules first, then existence (docs/decisions.md §14).
   const retentionDays = deps.config.EVENT_RETENTION_DAYS;
   if (since.getTime() < now.getTime() - retentionDays * DAY_MS) {
     throw refused('since', `must be within the last ${retentionDays} days: older events are not kept`);

@@ -33,7 +33,7 @@ export function sampleUrls(urls: Urls): Urls {
 
 /**
  * Sample numbers: real ones are `{prefix}{n}` with n ≥ 1 padded to at least 6 digits (invoices,
- * decisions §4) or `CN-`/`DN-` likewise (notes), so a number ending in `-000000` is never one,
+ * docs/decisions.md §4) or `CN-`/`DN-` likewise (notes), so a number ending in `-000000` is never one,
  * whatever the merchant's prefix. SII folios start at 1: folio 0 is never a real one either.
  */
 export const SAMPLE_NUMBERS = { invoice: 'INV-000000', credit: 'CN-000000', debit: 'DN-000000', folio: 0 } as const;
@@ -235,7 +235,7 @@ class SampleRows {
 
 /**
  * Each type's `data` from the sample rows, through the formatters its real event is built with
- * (decisions §10: a test event has the shape of a real one), so a field added to a resource
+ * (docs/decisions.md §10: a test event has the shape of a real one), so a field added to a resource
  * reaches its test events too. Each line mirrors the type's emitEvent call.
  */
 const sampleData: { [T in EventType]: (rows: SampleRows, urls: Urls) => EventData<T> } = {

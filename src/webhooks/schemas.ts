@@ -4,7 +4,7 @@ import { eventTypeNames } from '../events/emit.js';
 
 export const eventType = z.enum(eventTypeNames, { message: `must be one of: ${eventTypeNames.join(', ')}` });
 
-// The https rule and the address checks answer 400 webhook_endpoint_invalid (decisions §10),
+// The https rule and the address checks answer 400 webhook_endpoint_invalid (docs/decisions.md §10),
 // so the schema only bounds the string.
 const endpointUrl = z.string().trim().min(1).max(2048).meta({ description: 'https:// URL that receives the events; its host must resolve to a public address', example: 'https://example.com/webhooks/invoicing' });
 const description = oneLine().trim().max(500);
@@ -68,7 +68,7 @@ export const endpointWithSecret = endpointResource
 export const deliveryStatuses = ['pending', 'success', 'failed', 'retrying'] as const;
 
 /**
- * What the API tells of a failed attempt (decisions §10). Coarse on purpose: the raw socket error
+ * What the API tells of a failed attempt (docs/decisions.md §10). Coarse on purpose: the raw socket error
  * ("connect ECONNREFUSED 203.0.113.7:5432") told a merchant which ports of a host answer, so it
  * is kept for support staff only.
  */

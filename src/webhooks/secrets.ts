@@ -7,7 +7,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 export const SECRET_PREFIX_LENGTH = 12;
 
-/** `whsec_` + 32 random bytes in base64url (decisions §10). */
+/** `whsec_` + 32 random bytes in base64url (docs/decisions.md §10). */
 export function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }

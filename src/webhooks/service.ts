@@ -14,9 +14,9 @@ import { verifySignature, type VerifyResult } from './signature.js';
 import type { CreateEndpointInput, DeliveryResource, EndpointResource, UpdateEndpointInput } from './schemas.js';
 import * as q from './queries.js';
 
-// Decisions §10: Stripe's limit.
+// docs/decisions.md §10: Stripe's limit.
 export const MAX_ENDPOINTS_PER_MERCHANT = 16;
-// Decisions §10: each holds a request (and its client) open for up to the test timeout.
+// docs/decisions.md §10: each holds a request (and its client) open for up to the test timeout.
 export const TEST_DELIVERIES_IN_FLIGHT = 2;
 // A test delivery still pending this long after it was created lost the process making its
 // attempt (which ends within the timeout): it no longer blocks the merchant's next test.
@@ -121,7 +121,7 @@ export async function getEndpoint(db: Queryable, merchantId: string, id: string)
   return endpointResource(row);
 }
 
-/** `url` comes from usableUrl, called before existence is known (decisions §14: body, then existence). */
+/** `url` comes from usableUrl, called before existence is known (docs/decisions.md §14: body, then existence). */
 export async function updateEndpoint(db: Queryable, merchantId: string, id: string, input: UpdateEndpointInput, url: string | undefined) {
   const row = await q.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now()).catch((err: unknown) => {
     throw q.isDuplicateUrl(err) ? duplicateUrl() : err;
@@ -134,7 +134,7 @@ export async function deleteEndpoint(db: Queryable, merchantId: string, id: stri
   if (!(await q.deleteEndpoint(db, merchantId, id))) throw notFound(id);
 }
 
-/** The old secret stops verifying the moment this commits (decisions §10). */
+/** The old secret stops verifying the moment this commits (docs/decisions.md §10). */
 export async function rotateSecret(db: Queryable, merchantId: string, id: string, deps: DeliveryDeps) {
   const secret = generateSecret();
   const row = await q.replaceSecret(db, merchantId, id, deps.secrets.seal(secret), secretPrefix(secret), clock.now());
@@ -145,7 +145,7 @@ export async function rotateSecret(db: Queryable, merchantId: string, id: string
 /**
  * A sample event delivered once, now, whatever the endpoint subscribes to: the answer is the
  * delivery after its only attempt. It never counts toward the endpoint's failures.
- * Decisions §10: the delivery is committed before the attempt and its outcome recorded after it,
+ * docs/decisions.md §10: the delivery is committed before the attempt and its outcome recorded after it,
  * each in a short transaction of its own, so a slow receiver holds no connection; the
  * merchant's deliveries in flight are counted in Postgres, shared by every web process.
  */

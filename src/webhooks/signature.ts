@@ -43,7 +43,7 @@ export interface VerifyResult {
   expected_signature?: string;
 }
 
-// Decisions §10: the debugging route checks format, a 24-hour timestamp tolerance, then the HMAC.
+// docs/decisions.md §10: the debugging route checks format, a 24-hour timestamp tolerance, then the HMAC.
 export const VERIFY_TOLERANCE_SECONDS = 24 * 60 * 60;
 
 export function verifySignature(header: string, secret: string, payload: string | undefined, nowSeconds: number): VerifyResult {

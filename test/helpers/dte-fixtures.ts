@@ -174,7 +174,7 @@ export function readDte(envio: Buffer): ReadDte {
   const doc = new DOMParser().parseFromString(xml, 'text/xml');
   const root = doc.documentElement!;
   const dte = childNamed(childNamed(root, 'SetDTE')!, 'DTE')!;
-  // SII checks the DTE on its own, out of the envelope (decisions §15).
+  // SII checks the DTE on its own, out of the envelope (docs/decisions.md §15).
   const standalone = new XMLSerializer().serializeToString(dte);
   const standaloneDoc = new DOMParser().parseFromString(standalone, 'text/xml');
   const ted = /<TED version="1\.0">.*?<\/TED>/s.exec(xml)?.[0] ?? '';

@@ -17,7 +17,7 @@ export function invoiceBody(extra: Record<string, unknown> = {}): Record<string,
 
 /**
  * A POST /invoices body for a new company client each call, as a factura needs its receiver
- * (decisions §17): a Chilean RUT, giro, address and comuna. CLP, 2 × 5000 + 19 % tax, total 11900.
+ * (docs/decisions.md §17): a Chilean RUT, giro, address and comuna. CLP, 2 × 5000 + 19 % tax, total 11900.
  */
 export function facturaBody(extra: Record<string, unknown> = {}): Record<string, any> {
   const body = invoiceBody(extra);
@@ -35,7 +35,7 @@ export function facturaBody(extra: Record<string, unknown> = {}): Record<string,
   };
 }
 
-/** A merchant's legal profile (decisions §15) as the documents print it. */
+/** A merchant's legal profile (docs/decisions.md §15) as the documents print it. */
 export const LEGAL_PROFILE = {
   rut: '76.086.428-5',
   razon_social: 'Comercial Los Andes SpA',

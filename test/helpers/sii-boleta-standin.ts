@@ -1,4 +1,4 @@
-// A stand-in for the SII's boleta REST service on 127.0.0.1 (decisions §20), one server for both
+// A stand-in for the SII's boleta REST service on 127.0.0.1 (docs/decisions.md §20), one server for both
 // of its hosts (SII_BOLETA_API_URL and SII_BOLETA_UPLOAD_URL): seed and token (the signed seed's
 // XMLDSig checked, the seed one it gave), the EnvioBOLETA upload (multipart fields, TOKEN cookie
 // and the User-Agent SII asks for; the envelope read and its signatures checked), the upload's
@@ -180,7 +180,7 @@ export async function startSiiBoletaStandin(t: { teardown(fn: () => unknown): vo
         fechaEmision: textAt(encabezado, 'IdDoc', 'FchEmis'),
       };
     });
-    // SII checks each DTE on its own, out of the envelope (decisions §15).
+    // SII checks each DTE on its own, out of the envelope (docs/decisions.md §15).
     const dtesValid = dtes.every((dte) => {
       const standalone = new XMLSerializer().serializeToString(dte);
       return signatureValid(standalone, childNamed(parser().parseFromString(standalone, 'text/xml').documentElement ?? undefined, 'Signature'));

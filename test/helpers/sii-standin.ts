@@ -2,7 +2,7 @@
 // WSDLs and its libraries do: CrSeed and GetTokenFromSeed (SOAP rpc, the answer an escaped
 // SII:RESPUESTA), DTEUpload (multipart, TOKEN cookie, RECEPCIONDTE), QueryEstUp and QueryEstDte.
 // It checks what SII checks of our side (the signed seed's XMLDSig, the token, the EnvioDTE's
-// signature and each DTE's on its own), refuses each DTE that SII would refuse (decisions §17:
+// signature and each DTE's on its own), refuses each DTE that SII would refuse (docs/decisions.md §17:
 // the receiver, amounts to the peso, a note's references, the timbre's data) and otherwise
 // answers as scripted, faults included.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -27,7 +27,7 @@ export interface Upload {
   filename: string;
   documents: { type: number; folio: number }[];
   /**
-   * Parallel to `documents`: what SII refuses of each (decisions §17), in words naming the element
+   * Parallel to `documents`: what SII refuses of each (docs/decisions.md §17), in words naming the element
    * and the figures; empty when it passes. A document with problems is rejected whatever `outcome`.
    */
   rejections: { type: number; folio: number; problems: string[] }[];
@@ -228,7 +228,7 @@ function timbreProblems(doc: Element): string[] {
   });
 }
 
-/** Why SII refuses this DTE (decisions §17); none when it passes. */
+/** Why SII refuses this DTE (docs/decisions.md §17); none when it passes. */
 function dteProblems(dte: Element): string[] {
   const doc = childNamed(dte, 'Documento');
   if (!doc) return ['no Documento'];
@@ -334,7 +334,7 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
     const set = childNamed(root, 'SetDTE');
     if (!set) return { answer: recepcion('7') };
     const dtes = children(set).filter((c) => c.localName === 'DTE');
-    // SII checks each DTE on its own, out of the envelope (decisions §15).
+    // SII checks each DTE on its own, out of the envelope (docs/decisions.md §15).
     const dtesValid = dtes.every((dte) => {
       const standalone = new XMLSerializer().serializeToString(dte);
       return signatureValid(standalone, childNamed(parser().parseFromString(standalone, 'text/xml').documentElement!, 'Signature'));

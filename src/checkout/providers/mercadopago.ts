@@ -43,7 +43,7 @@ function signatureParts(header: string): Map<string, string> {
   );
 }
 
-// A signed notification is good this long either side of our clock (decisions §19): one captured
+// A signed notification is good this long either side of our clock (docs/decisions.md §19): one captured
 // on the way cannot be replayed later, and a clock a few minutes off still verifies.
 const SIGNATURE_FRESH_MS = 10 * 60_000;
 
@@ -59,7 +59,7 @@ const STATUS: Record<string, PaymentResult['status']> = { approved: 'succeeded',
 const UNDECIDED = new Set(['pending', 'in_process', 'authorized']);
 
 /**
- * Mercado Pago Checkout Pro through the official SDK (decisions §16): a preference per session
+ * Mercado Pago Checkout Pro through the official SDK (docs/decisions.md §16): a preference per session
  * whose `init_point` the customer pays at; a payment counts only once Mercado Pago's signed
  * notification names it and a lookup confirms it, never on the browser's return. A session whose
  * notification never came is looked for among the payments filed under its reference before it
@@ -86,7 +86,7 @@ export function mercadoPagoProvider(): PaymentProvider {
             payer: { email: req.customerEmail },
             external_reference: req.checkoutId,
             // Every outcome comes back to the checkout page, which looks the payment up and sends
-            // the customer on to success_url or cancel_url as a Webpay return does (decisions §11).
+            // the customer on to success_url or cancel_url as a Webpay return does (docs/decisions.md §11).
             back_urls: { success: req.pageUrl, failure: req.pageUrl, pending: req.pageUrl },
             auto_return: 'all',
             notification_url: req.notificationUrl,
@@ -103,7 +103,7 @@ export function mercadoPagoProvider(): PaymentProvider {
       return { sessionId: preference.id, redirect: { url: url.href, method: 'get', fields } };
     },
     async confirmPayment() {
-      // Never called: the notification decides (decisions §16), not the customer's return.
+      // Never called: the notification decides (docs/decisions.md §16), not the customer's return.
       throw new ProviderError('invalid_provider', 'Mercado Pago payments are confirmed by notification.');
     },
     verifyNotification(n: Notification, credentials) {

@@ -117,7 +117,7 @@ export interface PaymentProvider {
   lookupPayment?(paymentId: string, credentials: Credentials): Promise<NotifiedPayment>;
 }
 
-/** The catalogue codes a provider may answer with (decisions §11, §16). */
+/** The catalogue codes a provider may answer with (docs/decisions.md §11, §16). */
 export type ProviderErrorCode = Extract<
   ErrorCode,
   'provider_unavailable' | 'provider_session_expired' | 'provider_credentials_missing' | 'merchant_misconfigured' | 'invalid_provider'

@@ -4,7 +4,7 @@ import type { PaymentProvider } from './provider.js';
 /**
  * The built-in provider: no network, no money. Pay approves and "simulate a declined payment"
  * declines, each with a transaction id of its own, so every path of a real gateway can be tried
- * end to end. Never a merchant's default (decisions §9): anyone could "pay" through it.
+ * end to end. Never a merchant's default (docs/decisions.md §9): anyone could "pay" through it.
  */
 export const sandboxProvider: PaymentProvider = {
   name: 'sandbox',

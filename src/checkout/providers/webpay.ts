@@ -63,7 +63,7 @@ function outcome(token: string, answer: WebpayAnswer): PaymentResult {
 }
 
 /**
- * Transbank Webpay Plus through the official SDK (decisions §16). A session is a transaction
+ * Transbank Webpay Plus through the official SDK (docs/decisions.md §16). A session is a transaction
  * created with our buy order and return URL; the hosted page posts `token_ws` to Webpay's form;
  * the customer's return commits it. `baseUrl` is Transbank's production host unless
  * WEBPAY_BASE_URL names another (the integration host, or a test's stand-in).
