@@ -11,7 +11,7 @@ export const RESULTS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url
  * survive as their history row only.
  */
 export interface Section {
-  id: 'ratio' | 'volume' | 'soak' | 'effects' | 'pdf';
+  id: 'ratio' | 'volume' | 'soak' | 'effects' | 'pdf' | 'events';
   intro: string;
   /** The history table's columns after Run, Code and Load: the run's headline figures. */
   history: string[];
@@ -31,7 +31,7 @@ export interface RunRecord {
   plans?: string;
 }
 
-const ORDER: Section['id'][] = ['ratio', 'volume', 'soak', 'effects', 'pdf'];
+const ORDER: Section['id'][] = ['ratio', 'volume', 'soak', 'effects', 'pdf', 'events'];
 const HISTORY_ROWS = 30;
 const sectionMark = (id: string) => `<!-- section:${id} -->`;
 const HISTORY_MARK = '<!-- history -->';
@@ -49,6 +49,7 @@ latest run in full, with the machine, date and command.
 - [Soak](#soak-npm-run-benchsoak) (\`npm run bench:soak\`: RSS over 10 minutes of mixed load)
 - [Effects](#effects-webhooks-and-e-mails-npm-run-bencheffects) (\`npm run bench:effects\`: webhooks and e-mails at real receivers vs. a plain Node floor)
 - [Shared PDF rendering](#shared-pdf-rendering-npm-run-benchpdf) (\`npm run bench:pdf\`: another merchant's PDF while one asks for its largest four times at once)
+- [Events API and retention](#events-api-and-retention-npm-run-benchevents) (\`npm run bench:events\`: GET /events with 10 million events, and the purge of a month under load)
 
 The machine is shared with other work: the Load column is its 1-minute load average before the run.
 `;
