@@ -4,7 +4,7 @@
  * (bench/floor-server.ts) does behind its routes, and bench/profile.ts's baseline.
  */
 import type { Queryable, Sql } from '../src/db/client.js';
-import { getInvoice, insertInvoice, type ClientSnapshot } from '../src/invoices/queries.js';
+import { getInvoiceWithItems, insertInvoice, type ClientSnapshot } from '../src/invoices/queries.js';
 import { newId, randomToken } from '../src/ids.js';
 import { itemRows } from '../src/invoices/create.js';
 import { computeTotals } from '../src/money.js';
@@ -27,7 +27,7 @@ export interface CeilingTarget {
 
 /** The single statement GET /invoices/{id} runs: the invoice and the json_agg of its items. */
 export async function readInvoice(db: Queryable, t: CeilingTarget) {
-  const row = await getInvoice(db, t.merchantId, t.invoiceId);
+  const row = await getInvoiceWithItems(db, t.merchantId, t.invoiceId);
   if (!row) throw new Error('invoice not found');
   return row;
 }

@@ -3,6 +3,7 @@ import postgres from 'postgres';
 import { createSql, type Sql } from '../src/db/client.js';
 import { startEmbedded } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
+import { jobQueues } from '../jobs/index.js';
 import * as merchants from '../src/merchants/service.js';
 
 export interface BenchDatabase {
@@ -67,7 +68,7 @@ export async function openBenchDatabase(log: (msg: string) => void, teardown?: (
     const url = withDatabase(base, name);
     const sql = createSql(url, { max: 1, application: 'invoicing-bench-setup' });
     try {
-      await migrate(sql);
+      await migrate(sql, jobQueues);
     } finally {
       await sql.end({ timeout: 5 });
     }

@@ -42,7 +42,7 @@ import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { createSql, type Sql } from '../src/db/client.js';
 import { SMTP_POOL } from '../src/email/transport.js';
-import * as workerModule from '../jobs/worker.js';
+import { jobs } from '../jobs/index.js';
 import { cleanupRegistry } from './cleanup.js';
 import { openBenchDatabase, seedMerchant, type Seed } from './db.js';
 import type { FloorReply, FloorRun } from './effects-floor.js';
@@ -929,7 +929,7 @@ function renderRun(r: {
   hookBytes: number;
 }): string {
   const m = r.machine;
-  const effects = (workerModule as Record<string, unknown>).EFFECTS;
+  const effects = Object.fromEntries(jobs.flatMap((j) => (j.runner === 'scheduled' ? [] : [[j.queue.name, j.concurrency]])));
   const cmd = [
     process.env.DATABASE_URL ? `DATABASE_URL=${redact(process.env.DATABASE_URL)}` : null,
     ...['EFFECTS_BURST', 'EFFECTS_STEADY_SECONDS', 'EFFECTS_FLOOR_CONCURRENCY'].map((k) => (process.env[k] ? `${k}=${process.env[k]}` : null)),
@@ -946,7 +946,7 @@ function renderRun(r: {
     `- Machine: ${m.nproc} CPU(s) (${m.cpu}), ${m.memory} RAM, Node ${m.node}, PostgreSQL ${m.postgres}`,
     `- Load average (1/5/15 min) before: ${m.loadBefore}; after: ${m.loadAfter ?? '–'}`,
     `- Settings: burst ${fmt(BURST)}, steady ${STEADY_SECONDS} s at one per ${STEADY_INTERVAL_MS} ms, client ${CLIENT_CONCURRENCY} requests in flight; web DATABASE_POOL_SIZE=${WEB_POOL}, worker the default pools (10 for its own work, 10 for pg-boss's job states); both NODE_ENV=production, the web at LOG_LEVEL=warn and the worker at info (its only info line is the ready line); ` +
-      `worker EFFECTS ${effects ? `\`${JSON.stringify(effects)}\`` : '(not exported)'}, SMTP pool \`${JSON.stringify(SMTP_POOL)}\`; floor ${FLOOR_CONCURRENCY} webhooks in flight; ` +
+      `worker concurrency per queue \`${JSON.stringify(effects)}\`, SMTP pool \`${JSON.stringify(SMTP_POOL)}\`; floor ${FLOOR_CONCURRENCY} webhooks in flight; ` +
       `invoice message ${fmt(r.messageBytes)} bytes with a ${fmt(r.pdfBytes)}-byte PDF, webhook body ${fmt(r.hookBytes)} bytes`,
     `- Result: **${r.pass ? 'PASS' : 'FAIL'}**`,
     '',

@@ -165,13 +165,13 @@ async function main(): Promise<void> {
         return m;
       };
       const target: CeilingTarget = { merchantId: seed.merchantId, invoiceId, client };
-      await loops('G0 getInvoice (= GET ceiling)', (s) => readInvoice(s, target));
-      await loops('G1 SELECT 1 → getInvoice (the price of one more round trip)', async (s) => {
+      await loops('G0 getInvoiceWithItems (= GET ceiling)', (s) => readInvoice(s, target));
+      await loops('G1 SELECT 1 → getInvoiceWithItems (the price of one more round trip)', async (s) => {
         await s`SELECT 1`;
         await readInvoice(s, target);
       });
 
-      await loops('G2 getInvoice → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) =>
+      await loops('G2 getInvoiceWithItems → invoiceResource → JSON.stringify (the route\'s own JS, no HTTP/auth/rate limit)', async (s) =>
         JSON.stringify(invoiceResource(await readInvoice(s, target), deps.urls)),
       );
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../src/db/client.js';
-import { getInvoice, listInvoices, type InvoiceFilters } from '../src/invoices/queries.js';
+import { getInvoiceWithItems, listInvoices, type InvoiceFilters } from '../src/invoices/queries.js';
 import { API_PREFIX } from '../src/http/urls.js';
 import { openBenchDatabase, seedMerchant } from './db.js';
 import { startWebProcess, type WebProcess } from './server.js';
@@ -217,7 +217,7 @@ async function main(): Promise<number> {
       name: `GET /invoices/{id} (${ids.length} random ids)`,
       path: `${API_PREFIX}/invoices/${ids[0]}`,
       vary: () => ({ path: `${API_PREFIX}/invoices/${pick()}` }),
-      query: (d) => getInvoice(d, m, ids[0]!),
+      query: (d) => getInvoiceWithItems(d, m, ids[0]!),
     },
     { name: `GET /invoices?status=paid (${paidCount} match)`, path: `${API_PREFIX}/invoices?status=paid`, query: list({ status: 'paid' }) },
     {
@@ -312,7 +312,7 @@ async function main(): Promise<number> {
     '',
     ...failures,
     `- updated_since instant: ${updatedSince}`,
-    `- Plans: ${plans.some((p) => p.seqScan) ? `**Seq Scan on invoices in: ${plans.filter((p) => p.seqScan).map((p) => p.name).join(', ')}**` : 'no Seq Scan on invoices in any scenario'}. EXPLAIN (ANALYZE, BUFFERS) of the statement listInvoices/getInvoice send (captured with postgres.js debug), run once after the load with the same parameters (a custom plan; the web process's prepared statements may switch to a generic plan after 5 runs): under Plans below.`,
+    `- Plans: ${plans.some((p) => p.seqScan) ? `**Seq Scan on invoices in: ${plans.filter((p) => p.seqScan).map((p) => p.name).join(', ')}**` : 'no Seq Scan on invoices in any scenario'}. EXPLAIN (ANALYZE, BUFFERS) of the statement listInvoices/getInvoiceWithItems send (captured with postgres.js debug), run once after the load with the same parameters (a custom plan; the web process's prepared statements may switch to a generic plan after 5 runs): under Plans below.`,
   ].join('\n');
 
   process.stdout.write(`\n${section}\n`);

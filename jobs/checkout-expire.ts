@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { clock } from '../src/clock.js';
-import { expireDueCheckouts, expireOnSchedule } from '../src/checkout/service.js';
+import { expireDueCheckouts, expireOnSchedule } from '../src/checkout/expire.js';
 import { invoiceUrls } from '../src/http/urls.js';
+import { queues } from '../src/queue/boss.js';
+import { defineJob } from '../src/queue/runners.js';
 import type { WorkerDeps } from './worker.js';
 
 // Old jobs outlive deploys: the payload is checked, never trusted. No checkout_id: the sweep.
@@ -17,3 +19,13 @@ export async function expireCheckouts(deps: WorkerDeps, data: unknown): Promise<
   if (checkout_id) return (await expireOnSchedule(deps.sql, checkout_id, now, d)) ? 1 : 0;
   return expireDueCheckouts(deps.sql, now, d);
 }
+
+export const job = defineJob({
+  // One job per session at its expires_at (and the sweep, with no checkout_id). A run that finds
+  // its session not due yet (clocks a little apart) throws, and the backoff retries it.
+  queue: { name: queues.checkoutExpire.name, expireInSeconds: 60, retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  runner: 'scheduled',
+  run: (deps: WorkerDeps, job) => expireCheckouts(deps, job.data),
+  // Each checkout has its own job at expires_at; this sweep only catches ones that were missed.
+  schedule: '*/10 * * * *',
+});

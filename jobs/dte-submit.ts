@@ -1,28 +1,32 @@
 import { z } from 'zod';
 import { invoiceUrls } from '../src/http/urls.js';
-import { pollSubmission, submitMerchant, sweepSubmissions, type SubmissionDeps } from '../src/dte/submission.js';
+import { submitMerchant, type SubmissionDeps } from '../src/dte/submission.js';
+import { HEARTBEAT_SECONDS, queues } from '../src/queue/boss.js';
+import { defineJob } from '../src/queue/runners.js';
 import type { WorkerDeps } from './worker.js';
 
 // Old jobs outlive deploys: the payload is checked, never trusted.
-const submitPayload = z.object({ merchant_id: z.uuid() });
-const statusPayload = z.object({ submission_id: z.uuid(), poll: z.number().int().min(0).default(0) });
+const payload = z.object({ merchant_id: z.uuid() });
 
-function submissionDeps(deps: WorkerDeps): SubmissionDeps {
+/** What the DTE jobs (this one, dte-status and dte-sweep) hand to src/dte/submission.ts. */
+export function submissionDeps(deps: WorkerDeps): SubmissionDeps {
   return { sql: deps.sql, boss: deps.boss, secrets: deps.secrets, config: deps.config, urls: invoiceUrls(deps.config) };
 }
 
 /** Uploads a merchant's documents waiting for SII (docs/decisions.md §15). */
 export async function submitDtes(deps: WorkerDeps, data: unknown): Promise<void> {
-  await submitMerchant(submissionDeps(deps), submitPayload.parse(data).merchant_id);
+  await submitMerchant(submissionDeps(deps), payload.parse(data).merchant_id);
 }
 
-/** Polls one upload's state at SII. */
-export async function pollDteStatus(deps: WorkerDeps, data: unknown): Promise<void> {
-  const { submission_id, poll } = statusPayload.parse(data);
-  await pollSubmission(submissionDeps(deps), submission_id, poll);
-}
+/** One submission of a merchant at a time per worker: its documents go up together. */
+export const DTE_CONCURRENCY = { localConcurrency: 4, perGroup: 1, batchSize: 1 };
 
-/** Queues whatever is still owed to SII. */
-export async function sweepDtes(deps: WorkerDeps): Promise<void> {
-  await sweepSubmissions(submissionDeps(deps));
-}
+export const job = defineJob({
+  // docs/decisions.md §15: a merchant's documents to SII. SII down or slow is retried with backoff for
+  // about a day (capped at an hour apart); the sweep picks up anything still owed after that.
+  // The lease outlasts a seed, a token and an upload at their 30 s timeouts.
+  queue: { name: queues.dteSubmit.name, expireInSeconds: 180, heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 40, retryDelay: 2, retryBackoff: true, retryDelayMax: 3600, notify: true },
+  runner: 'each',
+  concurrency: DTE_CONCURRENCY,
+  run: (deps: WorkerDeps, job) => submitDtes(deps, job.data),
+});

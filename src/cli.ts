@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
 import { openDatabase, type Database } from './db/open.js';
 import { migrate } from './db/migrate.js';
+import { jobQueues } from '../jobs/index.js';
 import { AppError } from './errors.js';
 import * as merchants from './merchants/service.js';
 import * as dte from './dte/service.js';
@@ -91,7 +92,7 @@ function required(values: Values, name: keyof Values): string {
 async function run(sql: Sql, [group, action, ...rest]: string[], values: Values): Promise<unknown> {
   switch (`${group} ${action ?? ''}`.trim()) {
     case 'migrate':
-      return { applied: await migrate(sql) };
+      return { applied: await migrate(sql, jobQueues) };
     case 'merchants create':
       return sql.begin((tx) =>
         merchants.createMerchant(tx, {
@@ -222,7 +223,7 @@ async function main(): Promise<number> {
   });
   if (!db) return 1;
   try {
-    if (positionals[0] !== 'migrate') await migrate(db.sql);
+    if (positionals[0] !== 'migrate') await migrate(db.sql, jobQueues);
     const out = await run(db.sql, positionals, values);
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;

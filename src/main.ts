@@ -7,13 +7,14 @@ import { migrate } from './db/migrate.js';
 import { closeContext, createContext, startWeb } from './server.js';
 import { onShutdown } from './shutdown.js';
 import { startWorker } from '../jobs/worker.js';
+import { jobQueues } from '../jobs/index.js';
 
 /** `npm start`: one process for one machine: database (embedded unless DATABASE_URL), migrations, web and worker. */
 async function main(): Promise<void> {
   readEnvFile();
   const config = loadConfig();
   const db = await openDatabase(config, 'invoicing');
-  await migrate(db.sql);
+  await migrate(db.sql, jobQueues);
   const ctx = await createContext(config, db);
   const queueSql = openQueuePool(db, config, 'invoicing-queue');
   const worker = await startWorker(config, db.sql, { queueSql });

@@ -14,13 +14,15 @@ import type { PgBoss as PgBossType } from 'pg-boss';
 import { createSql, type Sql } from '../src/db/client.js';
 import { migrate, migrationFiles } from '../src/db/migrate.js';
 import { projectRoot, sqlDir } from '../src/paths.js';
-import { executor, queues } from '../src/queue/boss.js';
+import { executor } from '../src/queue/boss.js';
 import { loadConfig } from '../src/config.js';
 import * as merchants from '../src/merchants/service.js';
 import { createInvoice } from '../src/invoices/create.js';
 import { createInvoiceBody } from '../src/invoices/schemas.js';
 import type { MerchantSettings } from '../src/http/auth.js';
 import { startWorker, type Worker } from '../jobs/worker.js';
+import { jobQueues } from '../jobs/index.js';
+import { job as emailSend } from '../jobs/email-send.js';
 import { serverUrl } from './helpers/db.js';
 import { TEST_ENV } from './helpers/app.js';
 import { startSmtpSink } from './helpers/smtp.js';
@@ -184,13 +186,13 @@ t.test("a database today's release left is upgraded by migrate, and its owed e-m
   t.ok(before.get(held.jobId)!.start_after < releaseStarted, 'the held job was due before the release');
 
   // The release step.
-  t.same(await migrate(sql), [], 'no SQL migration was pending');
+  t.same(await migrate(sql, jobQueues), [], 'no SQL migration was pending');
 
   t.equal(await bossVersion(sql), await pgBoss12SchemaVersion(), "pgboss is pg-boss 12's schema");
   t.ok((await bossVersion(sql))! >= 25, 'a version pg-boss 12 can migrate from');
   t.notOk(await schemaExists(sql, 'pgboss_v10'), 'the old schema is gone');
   const queueNames = (await sql<{ name: string }[]>`SELECT name FROM pgboss.queue ORDER BY name`).map((q) => q.name);
-  t.same(queueNames, Object.values(queues).map((q) => q.name).sort(), "the new schema has this release's queues");
+  t.same(queueNames, jobQueues.map((q) => q.name).sort(), "the new schema has this release's queues");
 
   const after = await jobsIn(sql, 'pgboss');
   for (const [label, id] of Object.entries({ held: held.jobId, queued: queued.jobId, waiting, retried, future })) {
@@ -203,7 +205,7 @@ t.test("a database today's release left is upgraded by migrate, and its owed e-m
   t.notOk(after.has(done), 'the completed job was not moved');
   t.equal(after.size, 5, 'nothing else was moved');
   t.equal(after.get(queued.jobId)?.singleton_key, queued.emailId, 'the e-mail job keeps its singleton key');
-  t.equal(after.get(queued.jobId)?.retry_limit, queues.emailSend.retryLimit, 'an e-mail never tried keeps all its retries');
+  t.equal(after.get(queued.jobId)?.retry_limit, emailSend.queue.retryLimit, 'an e-mail never tried keeps all its retries');
   const [grouped] = await sql<{ group_id: string | null }[]>`SELECT group_id FROM pgboss.job WHERE id = ${queued.jobId}`;
   t.equal(grouped?.group_id, merchant.id, "the e-mail job joins its merchant's group, as this release's e-mails do");
   t.equal(after.get(waiting)?.priority, 3, 'the priority is kept');
@@ -227,7 +229,7 @@ t.test("a database today's release left is upgraded by migrate, and its owed e-m
     jobs: await sql`SELECT id, name, state::text, data, priority, retry_limit, retry_count, start_after, created_on, singleton_key FROM pgboss.job ORDER BY id`,
   });
   const first = await snapshot();
-  t.same(await migrate(sql), [], 'the second run applies nothing');
+  t.same(await migrate(sql, jobQueues), [], 'the second run applies nothing');
   t.same(await snapshot(), first, 'the second run changes nothing');
   t.notOk(await schemaExists(sql, 'pgboss_v10'), 'and sets nothing aside');
 
@@ -281,7 +283,7 @@ t.test('a database whose pg-boss 10 schema an earlier release set aside is finis
   async function finished(t: Test, sql: Sql, owed: { mail: { jobId: string; emailId: string }; fanout: string }) {
     t.ok(await schemaExists(sql, 'pgboss_v10'), 'the old schema waits, set aside');
     const before = await jobsIn(sql, 'pgboss_v10');
-    t.same(await migrate(sql), [], 'no SQL migration was pending');
+    t.same(await migrate(sql, jobQueues), [], 'no SQL migration was pending');
     t.equal(await bossVersion(sql), await pgBoss12SchemaVersion(), "pgboss is pg-boss 12's schema");
     t.notOk(await schemaExists(sql, 'pgboss_v10'), 'the old schema is gone');
     const after = await jobsIn(sql, 'pgboss');
@@ -305,7 +307,7 @@ t.test('a database whose pg-boss 10 schema an earlier release set aside is finis
     boss12.on('error', () => {});
     try {
       await boss12.start();
-      for (const q of Object.values(queues)) await boss12.createQueue(q.name, q);
+      for (const q of jobQueues) await boss12.createQueue(q.name, q);
     } finally {
       await boss12.stop({ graceful: false, close: false });
       conn.release();
@@ -337,7 +339,7 @@ t.test('a request of the old release in flight during the release keeps its e-ma
     await committing;
   });
   const enqueued = await until('the request has enqueued its e-mail', () => inflight);
-  const release = migrate(sql);
+  const release = migrate(sql, jobQueues);
   await until('the release step waits for the request', async () => {
     const waiting = await sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
     return waiting.length > 0;
@@ -361,7 +363,7 @@ t.test('the release step upgrades a pg-boss 10 database on a pool of one connect
   const one = createSql(url, { max: 1, application: 'invoicing-test' });
   t.teardown(() => one.end({ timeout: 1 }).catch(() => {}));
   const outcome = await Promise.race([
-    migrate(one).then(
+    migrate(one, jobQueues).then(
       () => 'done',
       (err: unknown) => `failed: ${String(err)}`,
     ),

@@ -24,7 +24,7 @@ t.test('every schedule the worker registers is due to create its job', async (t)
   const schedules = await worker.deps.boss.getSchedules();
   t.same(
     schedules.map((s) => s.name).sort(),
-    [queues.checkoutExpire.name, queues.dteSweep.name, queues.idempotencyPurge.name, queues.overdueSweep.name, queues.remindersSchedule.name].sort(),
+    [queues.checkoutExpire.name, queues.dteSweep.name, queues.eventPurge.name, queues.idempotencyPurge.name, queues.overdueSweep.name, queues.remindersSchedule.name].sort(),
   );
 });
 

@@ -12,7 +12,7 @@ import { clock, dateInZone } from '../src/clock.js';
 import { createMailer } from '../src/email/transport.js';
 import { expireCheckouts } from '../jobs/checkout-expire.js';
 import type { WorkerDeps } from '../jobs/worker.js';
-import { expireCheckout } from '../src/checkout/service.js';
+import { expireCheckout } from '../src/checkout/expire.js';
 import { ProviderError } from '../src/checkout/providers/provider.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import * as merchants from '../src/merchants/service.js';

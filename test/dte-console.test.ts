@@ -33,7 +33,7 @@ t.test('the merchant list shows the folios left per type', async (t) => {
     const texts = await page.locator('#f-merchant option').allTextContents();
     return texts.length === 3 ? texts : null;
   });
-  t.ok(options.includes('Emisora SpA · facturacion@test.cl · DTE folios left: 33: 30, 34: 5, 56: 0, 61: 0'), 'folios per type beside the merchant');
+  t.ok(options.includes('Emisora SpA · facturacion@test.cl · DTE folios left: 33: 30, 34: 5, 39: 0, 41: 0, 56: 0, 61: 0'), 'folios per type beside the merchant');
   t.ok(options.includes('Sin DTE SpA · facturacion@test.cl'), 'nothing for a merchant without CAFs');
   t.same(pageErrors, []);
 });

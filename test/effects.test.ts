@@ -1,4 +1,4 @@
-// The effect queues under pg-boss 12 (jobs/worker.ts, src/queue/boss.ts): a committed job wakes the
+// The effect queues under pg-boss 12 (jobs/, src/queue/runners.ts, src/queue/boss.ts): a committed job wakes the
 // worker through LISTEN/NOTIFY rather than its next poll; one hanging webhook receiver holds at most
 // its endpoint's share of the worker (the per-group cap), and neither it nor one merchant's burst
 // keeps another merchant's e-mail or webhook waiting behind it; a worker killed mid-send loses its
@@ -15,8 +15,10 @@ import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { startWorkerProcess } from './helpers/processes.js';
 import { startSmtpSink, type ReceivedMail } from './helpers/smtp.js';
 import { until } from './helpers/until.js';
-import { EFFECTS, startWorker, type WorkerDeps } from '../jobs/worker.js';
+import { startWorker, type WorkerDeps } from '../jobs/worker.js';
 import { fanOut } from '../jobs/webhook-fanout.js';
+import { job as emailSend } from '../jobs/email-send.js';
+import { job as webhookDeliver } from '../jobs/webhook-deliver.js';
 
 const tlsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'tls');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -137,7 +139,7 @@ t.test('NOTIFY wakes the worker: with a 60 s polling backstop, an invoice e-mail
 });
 
 t.test('one notification for a batch of jobs: a loop that finds work wakes the next, so the batch runs at once, not at the next poll', async (t) => {
-  const cap = EFFECTS.webhook.perGroup;
+  const cap = webhookDeliver.concurrency.perGroup;
   const hanging = await startHangingReceiver(t, 20_000);
   const h = await testApp(t);
   const { key } = await h.key(['*']);
@@ -161,9 +163,9 @@ t.test('one notification for a batch of jobs: a loop that finds work wakes the n
 });
 
 t.test('a hanging endpoint holds at most its group cap, and another merchant\'s webhook goes out before any of its requests ends', async (t) => {
-  const cap = EFFECTS.webhook.perGroup;
+  const cap = webhookDeliver.concurrency.perGroup;
   // More deliveries than the worker has webhook slots: without the cap they would take all of them.
-  const burst = EFFECTS.webhook.localConcurrency + 12;
+  const burst = webhookDeliver.concurrency.localConcurrency + 12;
   const { hanging, fast, h, a, b } = await hangingAndFastMerchants(t);
   const statuses = new Set<number>();
   for (let i = 0; i < burst; i++) {
@@ -204,13 +206,13 @@ t.test('a hanging endpoint holds at most its group cap, and another merchant\'s 
 });
 
 t.test('a batch waiting on a hanging receiver gives its other endpoints\' slots back: their deliveries do not wait for its timeouts', async (t) => {
-  const cap = EFFECTS.webhook.perGroup;
-  t.ok(EFFECTS.webhook.batchSize > 1, `webhook attempts are fetched in batches (${EFFECTS.webhook.batchSize})`);
+  const cap = webhookDeliver.concurrency.perGroup;
+  t.ok(webhookDeliver.concurrency.batchSize > 1, `webhook attempts are fetched in batches (${webhookDeliver.concurrency.batchSize})`);
   const { hanging, fast, h, a, b } = await hangingAndFastMerchants(t);
   // Each of A's cap events comes before batchSize - 1 of B's, so each batch first fetched holds one
   // attempt of A's and the rest B's: the batches waiting on A's hanging receiver hold far more of
   // B's attempts than B's cap. Then B has twice its cap more, to be fetched once slots come back.
-  const batch = EFFECTS.webhook.batchSize;
+  const batch = webhookDeliver.concurrency.batchSize;
   const order = [...Array.from({ length: cap }, () => [a, ...Array<typeof b>(batch - 1).fill(b)]).flat(), ...Array<typeof b>(2 * cap).fill(b)];
   const forB = order.filter((m) => m === b).length;
   for (const [i, m] of order.entries()) {
@@ -285,12 +287,12 @@ t.test('fairness: one merchant\'s burst of 150 does not queue another merchant\'
   // Without per-merchant caps the queue is FIFO: Y's job would be fetched only after every one of
   // X's, so at least `total - localConcurrency` of X's would have been delivered first.
   t.ok(
-    xMailsBeforeY < total - EFFECTS.email.localConcurrency,
-    `Y's e-mail arrived after only ${xMailsBeforeY} of X's ${total} (a FIFO queue would put it after ${total - EFFECTS.email.localConcurrency})`,
+    xMailsBeforeY < total - emailSend.concurrency.localConcurrency,
+    `Y's e-mail arrived after only ${xMailsBeforeY} of X's ${total} (a FIFO queue would put it after ${total - emailSend.concurrency.localConcurrency})`,
   );
   t.ok(smtp.messages.slice(xMailsBeforeY + 1).some((m) => !isY(m)), 'and before X\'s last e-mail');
-  t.ok(xHooksAtY !== null && xHooksAtY < total - EFFECTS.webhook.localConcurrency,
-    `Y's webhook arrived after only ${xHooksAtY} of X's ${total} (a FIFO queue would put it after ${total - EFFECTS.webhook.localConcurrency})`);
+  t.ok(xHooksAtY !== null && xHooksAtY < total - webhookDeliver.concurrency.localConcurrency,
+    `Y's webhook arrived after only ${xHooksAtY} of X's ${total} (a FIFO queue would put it after ${total - webhookDeliver.concurrency.localConcurrency})`);
   t.ok(xHooksAtY! < total, 'and before X\'s last webhook');
 });
 

@@ -15,7 +15,7 @@ import { until } from './helpers/until.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
 import { startSiiStandin } from './helpers/sii-standin.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
-import { expireOnSchedule } from '../src/checkout/service.js';
+import { expireOnSchedule } from '../src/checkout/expire.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import type { EventType } from '../src/events/emit.js';
 
@@ -555,6 +555,17 @@ t.test('the whole API through the generated client, checked against the served d
   await until('a real delivery of every event type', () => eventTypes.every((type: string) => realTypes().has(type)), 60_000).catch(() => {
     t.fail(`no real delivery of ${eventTypes.filter((type: string) => !realTypes().has(type)).join(', ')}`);
   });
+  // The events read back as the receiver got them; a recover of the last hour answers how many it sends again.
+  const listed = await expect(api.GET(`${P}/events`, { params: { query: { limit: 5, type: 'invoice.paid,client.created' } } }), 200);
+  t.ok(listed.data.length > 0 && listed.data.every((e) => e.type === 'invoice.paid' || e.type === 'client.created'), 'events of the asked types');
+  const oneEvent = listed.data[0]!;
+  t.same(await expect(api.GET(`${P}/events/{event_id}`, { params: { path: { event_id: oneEvent.id } } }), 200), oneEvent);
+  const delivered = fromErp().find((r) => (JSON.parse(r.body) as Json).id === oneEvent.id);
+  t.same(delivered && JSON.parse(delivered.body), oneEvent, 'an event is the body its delivery carried');
+  const since = new Date(Date.now() - 3600_000).toISOString();
+  t.match(await expect(api.POST(`${P}/webhooks/endpoints/{endpoint_id}/recover`, { params: { path: { endpoint_id: endpoint.id } }, body: { since } }), 202), { events: Number });
+  await refused(api.GET(`${P}/events/{event_id}`, { params: { path: { event_id: '0191e4b2-7c1a-7000-8000-0000000000aa' } } }), 404, 'event_not_found');
+
   // Then a test event of every type, which must look like the real one.
   for (const type of eventTypes) {
     const delivery = await expect(api.POST(`${P}/webhooks/endpoints/{endpoint_id}/test`, { params: { path: { endpoint_id: endpoint.id } }, body: { event: type } }), 200);

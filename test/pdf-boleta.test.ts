@@ -14,7 +14,7 @@ import { boletaDteContent, issueBoleta, type BoletaType } from '../src/dte/bolet
 import { parseCaf } from '../src/dte/caf.js';
 import { readPkcs12 } from '../src/dte/certificate.js';
 import type { IssuerSetup } from '../src/dte/issue.js';
-import { getInvoice, type InvoiceWithItems } from '../src/invoices/queries.js';
+import { getInvoiceWithItems, type InvoiceWithItems } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { setTaxProfile } from '../src/merchants/service.js';
 import { API_PREFIX } from '../src/http/urls.js';
@@ -93,7 +93,7 @@ t.test('the printed boleta, rendered', async (t) => {
       }),
     });
     if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.raw}`);
-    return (await getInvoice(h.sql, m.id, res.body.invoice_id as string))!;
+    return (await getInvoiceWithItems(h.sql, m.id, res.body.invoice_id as string))!;
   }
   const render = (invoice: InvoiceWithItems, dte: PrintedDte, format?: 'ticket') =>
     renderInvoicePdf(invoice, merchant, { draft: false, publicUrl: 'https://pay.example/i/x', dte, ...(format ? { format } : {}) });

@@ -5,7 +5,7 @@
 // run one after another, and the same draft asked for at once is rendered once.
 import t from 'tap';
 import { API_PREFIX } from '../src/http/urls.js';
-import { getInvoice } from '../src/invoices/queries.js';
+import { getInvoiceWithItems } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { DraftPdfCache } from '../src/pdf/draft-cache.js';
 import { renderInvoicePdf } from '../src/pdf/render.js';
@@ -78,7 +78,7 @@ t.test('PDF bounds', async (t) => {
       body: invoiceBody({ send_immediately: false, items: [{ description: 'short', quantity: 3, unit_price: 1234567 }, { description: 'after', quantity: 1, unit_price: 1000 }] }),
     });
     t.equal(res.status, 201);
-    const invoice = await getInvoice(h.sql, merchantId, (res.body as { invoice_id: string }).invoice_id);
+    const invoice = await getInvoiceWithItems(h.sql, merchantId, (res.body as { invoice_id: string }).invoice_id);
     const lines = Array.from({ length: 150 }, (_, i) => `línea-${String(i + 1).padStart(3, '0')}`);
     invoice!.items[0]!.description = lines.join('\n');
     const pdf = await renderInvoicePdf(invoice!, merchant!, { draft: true, publicUrl: 'http://invoicing.test/i/x' });
@@ -102,11 +102,11 @@ t.test('PDF bounds', async (t) => {
       body: invoiceBody({ send_immediately: false, items: Array.from({ length: 200 }, (_, i) => ({ description: `Servicio ${i} `.repeat(60).slice(0, 900), quantity: 1, unit_price: 1000 })) }),
     });
     const small = await h.api('POST', '/invoices', { key: other.key, body: invoiceBody({ send_immediately: false }) });
-    const bigInvoice = await getInvoice(h.sql, merchantId, (big.body as { invoice_id: string }).invoice_id);
-    const smallInvoice = await getInvoice(h.sql, other.merchantId, (small.body as { invoice_id: string }).invoice_id);
+    const bigInvoice = await getInvoiceWithItems(h.sql, merchantId, (big.body as { invoice_id: string }).invoice_id);
+    const smallInvoice = await getInvoiceWithItems(h.sql, other.merchantId, (small.body as { invoice_id: string }).invoice_id);
     const otherMerchant = await getMerchant(h.sql, other.merchantId);
     const opts = { draft: true, publicUrl: 'http://invoicing.test/i/x' };
-    // Both render threads started first: what is measured is the order of renders, not of thread start-ups.
+    // The render threads started first: what is measured is the order of renders, not of thread start-ups.
     await Promise.all([renderInvoicePdfInThread(smallInvoice!, otherMerchant!, opts), renderInvoicePdfInThread(bigInvoice!, merchant!, opts)]);
     const finished: string[] = [];
     const renders = [1, 2, 3, 4].map((n) => renderInvoicePdfInThread(bigInvoice!, merchant!, opts).then(() => finished.push(`large ${n}`)));

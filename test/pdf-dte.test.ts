@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { prepareZXingModule, readBarcodes } from 'zxing-wasm/reader';
-import { getInvoice } from '../src/invoices/queries.js';
+import { getInvoiceWithItems } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { setTaxProfile } from '../src/merchants/service.js';
 import { renderInvoicePdf, type PrintedDte } from '../src/pdf/render.js';
@@ -134,7 +134,7 @@ t.test('the printed representation of a DTE', async (t) => {
   /** An issued invoice's PDF, rendered as its DTE's when one is given. */
   async function pdfOf(extra: Record<string, unknown>, dte?: PrintedDte) {
     const inv = await issued(h, key, extra);
-    const row = (await getInvoice(h.sql, m.id, inv.invoice_id))!;
+    const row = (await getInvoiceWithItems(h.sql, m.id, inv.invoice_id))!;
     const pdf = await renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, ...(dte ? { dte } : {}) });
     return { inv, row, pdf };
   }
@@ -210,7 +210,7 @@ t.test('the printed representation of a DTE', async (t) => {
     t.ok(english.includes('Referencias') && english.includes('March 15, 2026') && english.includes('Anula documento'), "SII's words in Spanish, the date in the document's language");
 
     const inv = await issued(h, key);
-    const row = (await getInvoice(h.sql, m.id, inv.invoice_id))!;
+    const row = (await getInvoiceWithItems(h.sql, m.id, inv.invoice_id))!;
     const { reference: _, ...bare } = dteOf(61);
     t.throws(() => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, dte: bare }), /credit note/, 'a credit note without what it cancels');
     t.throws(
@@ -252,7 +252,7 @@ t.test('the printed representation of a DTE', async (t) => {
 
   t.test('deterministic: the same invoice and DTE give the same bytes', async (t) => {
     const inv = await issued(h, key);
-    const row = (await getInvoice(h.sql, m.id, inv.invoice_id))!;
+    const row = (await getInvoiceWithItems(h.sql, m.id, inv.invoice_id))!;
     const opts = { draft: false, publicUrl: inv.public_url, dte: dteOf(33, 1045) };
     const a = await renderInvoicePdf(row, merchant, opts);
     const b = await renderInvoicePdf(row, merchant, opts);
@@ -280,7 +280,7 @@ t.test('the DTE PDF as a reader sees it, for docs/screenshots', { skip: process.
   await setTaxProfile(h.sql, m.id, PROFILE);
   const { key } = await h.key(['*'], { merchantId: m.id });
   const inv = await issued(h, key, { client: { name: 'Łukasz Müller', email: 'lukasz@example.cl', rut: '12345678-5', address: 'Av. Irarrázaval 2401, Ñuñoa' } });
-  const row = (await getInvoice(h.sql, m.id, inv.invoice_id))!;
+  const row = (await getInvoiceWithItems(h.sql, m.id, inv.invoice_id))!;
   const pdf = await renderInvoicePdf(row, (await getMerchant(h.sql, m.id))!, { draft: false, publicUrl: inv.public_url, dte: dteOf(33) });
   const out = path.join(path.resolve(process.env.SCREENSHOTS_DIR!), 'invoice-pdf-dte.png');
   await firstPagePng(pdf, out);

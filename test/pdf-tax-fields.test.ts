@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { clock, dateInZone } from '../src/clock.js';
 import { API_PREFIX } from '../src/http/urls.js';
-import { getInvoice } from '../src/invoices/queries.js';
+import { getInvoiceWithItems } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { renderInvoicePdf } from '../src/pdf/render.js';
 import { setRate } from '../src/rates/service.js';
@@ -271,7 +271,7 @@ t.test('the cedible copy of a factura', async (t) => {
 
   t.test('the renderer refuses a cedible copy without a factura to print', async (t) => {
     const inv = await usdInvoice(h, key, merchantId);
-    const row = (await getInvoice(h.sql, merchantId, inv.invoice_id))!;
+    const row = (await getInvoiceWithItems(h.sql, merchantId, inv.invoice_id))!;
     const merchant = (await getMerchant(h.sql, merchantId))!;
     t.throws(() => renderInvoicePdf(row, merchant, { draft: false, publicUrl: inv.public_url, copy: 'cedible' }), /cedible copy/);
   });

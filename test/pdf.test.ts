@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { PDFParse } from 'pdf-parse';
 import { clock, dateInZone } from '../src/clock.js';
 import { API_PREFIX } from '../src/http/urls.js';
-import { getInvoice } from '../src/invoices/queries.js';
+import { getInvoiceWithItems } from '../src/invoices/queries.js';
 import { getMerchant } from '../src/merchants/queries.js';
 import { renderInvoicePdf } from '../src/pdf/render.js';
 import { storeInvoicePdf } from '../src/pdf/store.js';
@@ -220,7 +220,7 @@ t.test('invoice PDF', async (t) => {
 
   t.test('rendering is deterministic: the creation date comes from the invoice', async (t) => {
     const inv = await create(h, key);
-    const full = await getInvoice(h.sql, merchantId, inv.invoice_id);
+    const full = await getInvoiceWithItems(h.sql, merchantId, inv.invoice_id);
     const merchant = await getMerchant(h.sql, merchantId);
     const opts = { draft: false, publicUrl: inv.public_url };
     const a = await renderInvoicePdf(full!, merchant!, opts);

@@ -13,7 +13,7 @@ import { runCli } from './helpers/cli.js';
 import { payFormOf, sentInvoice, submitForm } from './helpers/invoice-pay.js';
 import { MP_ACCESS_TOKEN, MP_WEBHOOK_SECRET, startMercadoPagoStandIn, type MercadoPagoStandIn } from './helpers/mercadopago-standin.js';
 import { configureProvider } from '../src/checkout/provider-settings.js';
-import { expireOnSchedule } from '../src/checkout/service.js';
+import { expireOnSchedule } from '../src/checkout/expire.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import { idleInTransaction } from './helpers/db-activity.js';
 

@@ -13,7 +13,7 @@ import { sentInvoice, submitForm, payFormOf } from './helpers/invoice-pay.js';
 import { WEBPAY_API_KEY, WEBPAY_COMMERCE_CODE, startWebpayStandIn, type WebpayStandIn } from './helpers/webpay-standin.js';
 import { createCaller } from '../src/admin/router.js';
 import { configureProvider } from '../src/checkout/provider-settings.js';
-import { expireOnSchedule } from '../src/checkout/service.js';
+import { expireOnSchedule } from '../src/checkout/expire.js';
 import { buyOrder } from '../src/checkout/providers/webpay.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import { idleInTransaction } from './helpers/db-activity.js';

@@ -20,7 +20,7 @@ import { newId } from '../src/ids.js';
 import * as merchants from '../src/merchants/service.js';
 import { sqlDir } from '../src/paths.js';
 import { transportErrorCategory } from '../src/webhooks/http-post.js';
-import * as q from '../src/webhooks/queries.js';
+import * as eq from '../src/webhooks/endpoint-queries.js';
 import { selfSignedCertificate } from './helpers/self-signed.js';
 
 const ADMIN_TOKEN = 'adm_limits_0123456789abcdefghijklmnopqrstuvwxyz';
@@ -224,12 +224,12 @@ t.test('the migration keeps the duplicates an older database holds, and lets no 
   ], 'every endpoint kept; the later copies marked');
 
   const err = await endpoint('https://localhost/shared', 0).catch((e: unknown) => e);
-  t.ok(q.isDuplicateUrl(err), 'a new endpoint with the URL is refused');
-  const moved = await q.updateEndpoint(sql, merchant.id, copy1, { url: 'https://localhost/moved' }, new Date());
+  t.ok(eq.isDuplicateUrl(err), 'a new endpoint with the URL is refused');
+  const moved = await eq.updateEndpoint(sql, merchant.id, copy1, { url: 'https://localhost/moved' }, new Date());
   t.equal(moved?.duplicate_url, false, 'a copy given a URL of its own is unique like any other');
-  const err2 = await q.updateEndpoint(sql, merchant.id, copy2, { url: 'https://localhost/moved' }, new Date()).catch((e: unknown) => e);
-  t.ok(q.isDuplicateUrl(err2), 'and no other may take it');
-  t.equal((await q.updateEndpoint(sql, merchant.id, copy2, { description: 'still here' }, new Date()))?.duplicate_url, true, 'a copy left alone stays marked');
+  const err2 = await eq.updateEndpoint(sql, merchant.id, copy2, { url: 'https://localhost/moved' }, new Date()).catch((e: unknown) => e);
+  t.ok(eq.isDuplicateUrl(err2), 'and no other may take it');
+  t.equal((await eq.updateEndpoint(sql, merchant.id, copy2, { description: 'still here' }, new Date()))?.duplicate_url, true, 'a copy left alone stays marked');
 });
 
 t.test('ports 443 and 8443 only, judged before any lookup, unless private targets are allowed', async (t) => {

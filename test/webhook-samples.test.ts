@@ -13,7 +13,7 @@ import { until } from './helpers/until.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
 import { startSiiStandin, type SiiStandin } from './helpers/sii-standin.js';
 import { sweepOverdue } from '../jobs/overdue-sweep.js';
-import { expireOnSchedule } from '../src/checkout/service.js';
+import { expireOnSchedule } from '../src/checkout/expire.js';
 import { invoiceUrls } from '../src/http/urls.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -6,10 +6,12 @@ import { iso, page } from '../http/schemas.js';
 import * as merchants from '../merchants/service.js';
 import { getMerchant } from '../merchants/queries.js';
 import { setRate } from '../rates/service.js';
+import { getEventText } from '../events/queries.js';
 import type { DeliveryDeps } from '../webhooks/delivery.js';
 import { endpointResource, listEventTypes } from '../webhooks/service.js';
 import { deliveryNotFound, replayDelivery } from '../webhooks/replay.js';
-import * as wq from '../webhooks/queries.js';
+import { findEndpoint, updateEndpoint, type EndpointRow } from '../webhooks/endpoint-queries.js';
+import { listAttempts, type AttemptRow } from '../webhooks/attempt-queries.js';
 import * as aq from '../webhooks/admin-queries.js';
 import * as q from './queries.js';
 import type { DeliveryListInput, EndpointListInput, EventListInput, RateListInput, SetRateInput } from './schemas.js';
@@ -65,7 +67,7 @@ function deliveryView(d: Omit<aq.DeliverySummary, 'sort_at'>) {
   };
 }
 
-function attemptView(a: wq.AttemptRow) {
+function attemptView(a: AttemptRow) {
   return {
     attempt_number: a.attempt_number,
     started_at: iso(a.started_at)!,
@@ -80,7 +82,7 @@ function attemptView(a: wq.AttemptRow) {
 }
 
 /** With the merchant's name: support staff recognise merchants by name, not by id. */
-function endpointView(e: wq.EndpointRow, merchantName: string) {
+function endpointView(e: EndpointRow, merchantName: string) {
   return { ...endpointResource(e), merchant_id: e.merchant_id, merchant_name: merchantName, failing_since: iso(e.failing_since) };
 }
 
@@ -96,7 +98,7 @@ export async function listDeliveries(db: Queryable, input: DeliveryListInput) {
 export async function getDelivery(db: Queryable, id: string) {
   const d = await aq.findDelivery(db, id);
   if (!d) throw deliveryNotFound(id);
-  const [attempts, replays, endpoint] = await Promise.all([wq.listAttempts(db, id), aq.findReplaysOf(db, id), wq.findEndpoint(db, d.endpoint_id)]);
+  const [attempts, replays, endpoint] = await Promise.all([listAttempts(db, id), aq.findReplaysOf(db, id), findEndpoint(db, d.endpoint_id)]);
   return {
     ...deliveryView(d),
     payload: d.payload,
@@ -129,9 +131,9 @@ export async function listEndpoints(db: Queryable, input: EndpointListInput) {
   );
 }
 
-/** Support's switch: enabling clears the failure streak and the disabled marks (queries.updateEndpoint). */
+/** Support's switch: enabling clears the failure streak and the disabled marks (updateEndpoint). */
 export async function setEndpointEnabled(db: Queryable, id: string, enabled: boolean) {
-  const row = await wq.updateEndpoint(db, null, id, { enabled }, clock.now());
+  const row = await updateEndpoint(db, null, id, { enabled }, clock.now());
   if (!row) throw new AppError('webhook_endpoint_not_found', `No webhook endpoint ${id}.`);
   const merchant = await getMerchant(db, row.merchant_id);
   return endpointView(row, merchant?.name ?? '');
@@ -155,7 +157,7 @@ export async function listEvents(db: Queryable, input: EventListInput) {
 
 /** The event as stored (the object receivers get) and every delivery made of it. */
 export async function getEvent(db: Queryable, id: string) {
-  const event = await wq.getEventText(db, id);
+  const event = await getEventText(db, id);
   if (!event) throw eventNotFound(id);
   const [merchant, deliveries] = await Promise.all([getMerchant(db, event.merchant_id), aq.findDeliveriesOfEvent(db, id)]);
   return {

@@ -1,12 +1,13 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 import { OPEN_STATUSES } from '../invoices/transition-queries.js';
-import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
+import { getInvoiceWithItems, type InvoiceWithItems } from '../invoices/queries.js';
 import type { InvoiceDeps } from '../invoices/transitions.js';
 import { Decimal } from '../money.js';
 import { providerFor } from './providers/registry.js';
 import { chargingMerchant, loadCredentials } from './credentials.js';
-import { expireCheckout, newSession, openGatewaySession, scheduleExpiry, type GatewayDeps } from './service.js';
+import { expireCheckout, scheduleExpiry } from './expire.js';
+import { newSession, openGatewaySession, type GatewayDeps } from './gateway-session.js';
 import * as q from './queries.js';
 
 /** How long a session can be paid, as for POST /checkout, the gateway's credentials, and what expiring one needs. */
@@ -50,7 +51,7 @@ export async function invoiceCheckout(
 ): Promise<InvoiceCheckout> {
   const current = await q.pendingSessionOfInvoice(sql, merchantId, invoiceId);
   if (current && current.expires_at > clock.now()) return { kind: 'session', session: current };
-  const [invoice, merchant] = await Promise.all([getInvoice(sql, merchantId, invoiceId), chargingMerchant(sql, merchantId)]);
+  const [invoice, merchant] = await Promise.all([getInvoiceWithItems(sql, merchantId, invoiceId), chargingMerchant(sql, merchantId)]);
   const amount = invoice && amountDue(invoice);
   // As the page decides whether it shows Pay: a stale page's Pay leads back to it, which says why.
   if (!invoice || !merchant?.can_charge || !amount) return { kind: 'unpayable' };

@@ -8,7 +8,7 @@ import { loadCredentials } from './credentials.js';
 import { knownProvider, lookupPayment, providerFor } from './providers/registry.js';
 import { ProviderError, type Credentials, type Notification, type PaymentProvider } from './providers/provider.js';
 import { recordedPaymentStatus, type CheckoutRow } from './queries.js';
-import { applyNotifiedPayment } from './service.js';
+import { applyNotifiedPayment } from './pay.js';
 
 export type NotificationOutcome = 'applied' | 'ignored';
 

@@ -2,9 +2,10 @@ import { defineRoute } from '../http/route.js';
 import type { AppContext } from '../context.js';
 import { invoiceDeps } from '../invoices/routes.js';
 import * as s from './schemas.js';
-import * as service from './service.js';
+import { createCheckout, openCheckout, type OpeningDeps } from './open.js';
+import { getCheckoutStatus } from './resource.js';
 
-function openingDeps(ctx: AppContext): service.OpeningDeps {
+function openingDeps(ctx: AppContext): OpeningDeps {
   return {
     ttlSeconds: ctx.config.CHECKOUT_TTL_SECONDS,
     exchangeRatesUrl: ctx.config.EXCHANGE_RATES_URL,
@@ -56,12 +57,12 @@ export const checkoutRoutes = [
         external_reference: 'order-1001',
       },
     },
-    prepare: ({ body, auth, ctx }) => service.openCheckout(ctx.sql, auth.merchant, body, openingDeps(ctx)),
+    prepare: ({ body, auth, ctx }) => openCheckout(ctx.sql, auth.merchant, body, openingDeps(ctx)),
     // A repeat must not open another session at the gateway.
     prepareOncePerKey: true,
     handler: async ({ body, auth, ctx, db, prepared }) => ({
       status: 201,
-      body: await service.createCheckout(db, auth.merchant, body, prepared, invoiceDeps(ctx)),
+      body: await createCheckout(db, auth.merchant, body, prepared, invoiceDeps(ctx)),
     }),
   }),
   defineRoute({
@@ -79,7 +80,7 @@ export const checkoutRoutes = [
     errors: ['checkout_not_found'],
     handler: async ({ params, auth, ctx, db }) => ({
       status: 200,
-      body: await service.getCheckoutStatus(db, auth.merchant.id, params.checkout_id, ctx.config.publicBaseUrl),
+      body: await getCheckoutStatus(db, auth.merchant.id, params.checkout_id, ctx.config.publicBaseUrl),
     }),
   }),
 ];

@@ -2,7 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sql } from './client.js';
 import { sqlDir as SQL_DIR } from '../paths.js';
-import { migrateQueues } from '../queue/boss.js';
+import type { Queue } from 'pg-boss';
+import { migrateQueues } from '../queue/boss-upgrade.js';
 
 // Any constant works; it only has to be the same for every process that migrates.
 const MIGRATION_LOCK = 727_001;
@@ -11,8 +12,12 @@ export async function migrationFiles(): Promise<string[]> {
   return (await readdir(SQL_DIR)).filter((f) => /^\d{3}_.*\.sql$/.test(f)).sort();
 }
 
-/** Applies every pending forward-only migration, one process at a time. Returns the names applied. */
-export async function migrate(sql: Sql): Promise<string[]> {
+/**
+ * Applies every pending forward-only migration, one process at a time, then creates or updates
+ * `queues` (jobs/index.ts's jobQueues, passed in by the process entry so that src/db never reaches
+ * jobs/). Returns the names applied.
+ */
+export async function migrate(sql: Sql, queues: readonly Queue[]): Promise<string[]> {
   const applied: string[] = [];
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
@@ -25,7 +30,7 @@ export async function migrate(sql: Sql): Promise<string[]> {
       applied.push(file);
     }
   });
-  await migrateQueues(sql);
+  await migrateQueues(sql, queues);
   return applied;
 }
 

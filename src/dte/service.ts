@@ -9,7 +9,7 @@ import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import type { NoteAmounts } from '../invoices/note-amounts.js';
-import { getInvoice, type DocumentReference, type InvoiceRow } from '../invoices/queries.js';
+import { getInvoiceWithItems, type DocumentReference, type InvoiceRow } from '../invoices/queries.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
 import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from '../webhooks/secrets.js';
@@ -324,7 +324,7 @@ function assertReceiverComplete(invoice: InvoiceRow): void {
 export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
   const by = await signer(db, deps.secrets, merchantId);
   if (!by) return;
-  const invoice = await getInvoice(db, merchantId, invoiceId);
+  const invoice = await getInvoiceWithItems(db, merchantId, invoiceId);
   if (!invoice) throw new Error(`invoice ${invoiceId} vanished while its tax document was issued`);
   if (invoice.currency !== 'CLP') return q.markDteNotApplicable(db, invoiceId);
   if (!hasCompanyRut(invoice.client_rut)) {

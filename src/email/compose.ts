@@ -6,7 +6,7 @@ import { invoiceEmailSources, type EmailRow } from './queries.js';
 import { disabledReason, renderEmail, type EmailKind } from './render.js';
 import { formatDate, formatMoney } from '../format.js';
 import { getNote, noteDteXml } from '../invoices/note-queries.js';
-import { getInvoice } from '../invoices/queries.js';
+import { getInvoiceWithItems } from '../invoices/queries.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { receiptData } from '../invoices/receipt.js';
 import { getMerchant } from '../merchants/queries.js';
@@ -72,7 +72,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
   const noteKind = noteKindOf(email.kind);
   const [invoice, sources, note] = await Promise.all([
-    getInvoice(deps.sql, email.merchant_id, email.invoice_id),
+    getInvoiceWithItems(deps.sql, email.merchant_id, email.invoice_id),
     invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, attachesPdf),
     noteKind ? getNote(deps.sql, email.merchant_id, noteKind, noteEmailData.parse(email.data).note_id) : null,
   ]);

@@ -4,7 +4,6 @@ import { claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, 
 import { composeEmail, type ComposeDeps, type ComposedEmail } from './compose.js';
 import type { Mailer } from './transport.js';
 import { keepClaim, type ClaimKeeper } from '../queue/claim-keeper.js';
-import { queues } from '../queue/boss.js';
 import { getInvoiceRow } from '../invoices/queries.js';
 import { addressDomain, redactedMessage, type Log } from '../logger.js';
 
@@ -27,6 +26,11 @@ async function staleReason(tx: Tx, email: EmailRow): Promise<string | null> {
   return null;
 }
 
+/**
+ * The e-mail job's lease (its queue's expireInSeconds, jobs/email-send.ts): declared here because
+ * the claim and the last recording below are timed against it.
+ */
+export const EMAIL_LEASE_SECONDS = 60;
 // Room left in the job's lease for the run to finish after its last try at recording a delivery.
 const LEASE_MARGIN_SECONDS = 10;
 const RECORD_RETRY_MS = 500;
@@ -36,7 +40,7 @@ const RECORD_RETRY_MS = 500;
 // check (src/queue/boss.ts) hands the job to another run, and the row can be taken again.
 const CLAIM_SECONDS = 10;
 const CLAIM_RENEW_MS = 3_000;
-if (CLAIM_SECONDS >= queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) {
+if (CLAIM_SECONDS >= EMAIL_LEASE_SECONDS - LEASE_MARGIN_SECONDS) {
   throw new Error('the e-mail claim must run out before pg-boss hands the job to another run');
 }
 
@@ -73,7 +77,7 @@ async function unclaimed(tx: Tx, id: string): Promise<null> {
  */
 export async function deliverRecordedEmail(deps: EmailDeps, emailId: string, finalAttempt: boolean): Promise<void> {
   // The run began moments after pg-boss leased the job: until then no other run can take it.
-  const leaseEnds = Date.now() + (queues.emailSend.expireInSeconds - LEASE_MARGIN_SECONDS) * 1000;
+  const leaseEnds = Date.now() + (EMAIL_LEASE_SECONDS - LEASE_MARGIN_SECONDS) * 1000;
   const email = (await claimFreshEmail(deps.sql, emailId, CLAIM_SECONDS)) ?? (await deps.sql.begin((tx) => unclaimed(tx, emailId)));
   if (!email) return;
   const claimKept = keepClaim(email.sending_until!, (lease) => renewEmailClaim(deps.sql, email.id, lease, CLAIM_SECONDS), CLAIM_RENEW_MS);

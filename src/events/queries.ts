@@ -78,3 +78,24 @@ export async function eventExists(db: Queryable, merchantId: string, id: string)
   const rows = await db`SELECT 1 FROM events WHERE id = ${id}::uuid AND merchant_id = ${merchantId}::uuid`;
   return rows.length > 0;
 }
+
+export interface EventRow {
+  id: string;
+  merchant_id: string;
+  type: string;
+  /** The stored JSON text, in the order it was written. */
+  payload: string;
+  created_at: Date;
+}
+
+export async function getEventText(db: Queryable, id: string): Promise<EventRow | null> {
+  const rows = await db<EventRow[]>`
+    SELECT id, merchant_id, type, payload::text AS payload, created_at FROM events WHERE id = ${id}`;
+  return rows[0] ?? null;
+}
+
+/** The events of a fan-out batch that still exist. */
+export async function getEventTexts(db: Queryable, ids: string[]): Promise<EventRow[]> {
+  return db<EventRow[]>`
+    SELECT id, merchant_id, type, payload::text AS payload, created_at FROM events WHERE id = ANY (${ids}::uuid[])`;
+}

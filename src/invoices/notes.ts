@@ -13,7 +13,7 @@ import { DEFAULT_DESCRIPTIONS, issueNote } from './note-issue.js';
 import * as nq from './note-queries.js';
 import { creditNoteResource, debitNoteResource } from './note-resource.js';
 import type { CancelCreditNoteInput, CreateCreditNoteInput, CreateDebitNoteInput } from './note-schemas.js';
-import { getInvoice as invoiceWithItems, getInvoiceRow, type InvoiceWithItems } from './queries.js';
+import { getInvoiceWithItems, getInvoiceRow, type InvoiceWithItems } from './queries.js';
 import { invoiceNotFound } from './read.js';
 import type { InvoiceStatus } from './schemas.js';
 import { lockInvoice } from './transition-queries.js';
@@ -39,7 +39,7 @@ async function noteableInvoice(db: Queryable, merchantId: string, invoiceId: str
       details: { status },
     });
   }
-  return (await invoiceWithItems(db, merchantId, invoiceId))!;
+  return (await getInvoiceWithItems(db, merchantId, invoiceId))!;
 }
 
 /** The lines a return credits: each a line of the invoice, at most what no standing return has credited yet. */

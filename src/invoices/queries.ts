@@ -1,5 +1,22 @@
 import type { Queryable } from '../db/client.js';
+import {
+  asColumnType,
+  clientColumnNames,
+  commaList,
+  identifiers,
+  invoiceColumns,
+  invoiceRowColumns,
+  itemColumnNames,
+  itemColumns,
+  itemObject,
+  listedObject,
+  valueColumnNames,
+  type ListedInvoice,
+  type NewInvoice,
+} from './columns.js';
 import type { InvoiceStatus } from './schemas.js';
+
+export type { ListedInvoice, NewInvoice } from './columns.js';
 
 export interface InvoiceItemRow {
   id: string;
@@ -93,95 +110,6 @@ export interface TokenInvoice {
 
 export type InvoiceWithItems = InvoiceRow & { items: InvoiceItemRow[] };
 
-/**
- * The columns the API's invoice resource shows, and the items. A list page has PostgreSQL write
- * its timestamps in the API's form (RFC 3339 UTC, milliseconds) rather than as Dates.
- */
-export type ListedInvoice = Pick<
-  InvoiceRow,
-  | 'id'
-  | 'client_id'
-  | 'client_name'
-  | 'client_email'
-  | 'client_phone'
-  | 'client_rut'
-  | 'client_address'
-  | 'client_giro'
-  | 'client_comuna'
-  | 'client_ciudad'
-  | 'invoice_number'
-  | 'external_reference'
-  | 'status'
-  | 'currency'
-  | 'exchange_rate'
-  | 'base_currency'
-  | 'issue_date'
-  | 'due_date'
-  | 'is_tax_exempt'
-  | 'tax_inclusive'
-  | 'tax_rate'
-  | 'subtotal'
-  | 'taxable_amount'
-  | 'exempt_amount'
-  | 'discount_total'
-  | 'global_discount_percent'
-  | 'global_discount_amount'
-  | 'global_discount_description'
-  | 'references'
-  | 'tax_total'
-  | 'total'
-  | 'amount_paid'
-  | 'amount_credited'
-  | 'amount_debited'
-  | 'public_token'
-  | 'payment_provider'
-  | 'payment_transaction_id'
-  | 'dte_type'
-  | 'dte_folio'
-  | 'dte_status'
-  | 'dte_track_id'
-  | 'credit_note_folio'
-  | 'credit_note_status'
-> & {
-  paid_at: Date | string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  items: InvoiceItemRow[];
-};
-
-export type NewInvoice = Omit<
-  InvoiceRow,
-  | 'client_id'
-  | 'client_name'
-  | 'client_email'
-  | 'client_rut'
-  | 'client_phone'
-  | 'client_address'
-  | 'client_giro'
-  | 'client_comuna'
-  | 'client_ciudad'
-  | 'invoice_number'
-  | 'amount_paid'
-  | 'amount_credited'
-  | 'amount_debited'
-  | 'sent_at'
-  | 'paid_at'
-  | 'cancelled_at'
-  | 'cancel_reason'
-  | 'last_viewed_at'
-  | 'reminders_sent'
-  | 'payment_provider'
-  | 'payment_transaction_id'
-  | 'source'
-  | 'dte_type'
-  | 'dte_folio'
-  | 'dte_status'
-  | 'dte_track_id'
-  | 'credit_note_folio'
-  | 'credit_note_status'
-  | 'updated_at'
->;
-
 export type NewInvoiceItem = InvoiceItemRow & { position: number };
 
 /** The client an invoice is for, whose details the invoice keeps as they are now. */
@@ -203,7 +131,7 @@ export interface ClientByEmail {
 }
 
 /**
- * The invoice and its items in one statement. The row comes back as getInvoice reads it (items
+ * The invoice and its items in one statement. The row comes back as getInvoiceWithItems reads it (items
  * as text, in order), so the caller can describe the new invoice without reading it again. Null
  * when the client is given by e-mail and the merchant has none with it.
  */
@@ -222,36 +150,32 @@ export async function insertInvoice(
                   ${client.giro}::text AS giro, ${client.comuna}::text AS comuna, ${client.ciudad}::text AS ciudad`
       : db`SELECT id, name, email, rut, phone, address, giro, comuna, ciudad FROM clients
             WHERE merchant_id = ${inv.merchant_id} AND lower(email) = lower(${client.email})`;
+  const values = { ...inv, updated_at: inv.created_at };
+  const inserted = [...clientColumnNames, ...valueColumnNames];
+  const itemValues = itemColumnNames.filter((c) => c !== 'invoice_id');
   const rows = await db<InvoiceWithItems[]>`
     WITH client AS (${clientRow}), invoice AS (
-      INSERT INTO invoices (id, merchant_id, client_id, client_name, client_email, client_rut, client_phone, client_address,
-                            client_giro, client_comuna, client_ciudad,
-                            external_reference, status, currency, exchange_rate, base_currency, issue_date, due_date,
-                            is_tax_exempt, tax_inclusive, tax_rate, subtotal, taxable_amount, exempt_amount, discount_total,
-                            global_discount_percent, global_discount_amount, global_discount_description, "references",
-                            tax_total, total, public_token, locale, created_at, updated_at)
-      SELECT ${inv.id}, ${inv.merchant_id}, client.id, client.name, client.email, client.rut, client.phone, client.address,
-             client.giro, client.comuna, client.ciudad,
-             ${inv.external_reference}, ${inv.status}, ${inv.currency}, ${inv.exchange_rate}::numeric, ${inv.base_currency},
-             ${inv.issue_date}::date, ${inv.due_date}::date, ${inv.is_tax_exempt}, ${inv.tax_inclusive},
-             ${inv.tax_rate}::numeric, ${inv.subtotal}::numeric, ${inv.taxable_amount}::numeric, ${inv.exempt_amount}::numeric,
-             ${inv.discount_total}::numeric, ${inv.global_discount_percent}::numeric, ${inv.global_discount_amount}::numeric,
-             ${inv.global_discount_description}, ${JSON.stringify(inv.references)}::text::jsonb,
-             ${inv.tax_total}::numeric, ${inv.total}::numeric, ${inv.public_token}, ${inv.locale}, ${inv.created_at}, ${inv.created_at}
+      INSERT INTO invoices (${identifiers(db, inserted)})
+      SELECT ${commaList(db, [
+        ...clientColumnNames.map((c) => db`${db(`client.${c.slice('client_'.length)}`)}`),
+        ...valueColumnNames.map((c) => asColumnType(db, values[c], invoiceColumns[c].type)),
+      ])}
         FROM client
-      RETURNING *
+      RETURNING ${invoiceRowColumns(db, 'invoices')}
     ), item AS (
-      INSERT INTO invoice_items (id, invoice_id, position, product_id, description, quantity, unit_price,
-                                 discount_percent, discount_amount, exempt, line_total)
-      SELECT it.id, invoice.id, it.position, it.product_id, it.description, it.quantity, it.unit_price,
-             it.discount_percent, it.discount_amount, it.exempt, it.line_total
+      INSERT INTO invoice_items (${identifiers(db, itemColumnNames)})
+      SELECT ${identifiers(db, itemColumnNames.map((c) => (c === 'invoice_id' ? 'invoice.id' : `it.${c}`)))}
         FROM invoice,
-             unnest(${items.map((i) => i.id)}::uuid[], ${items.map((i) => i.position)}::int[], ${items.map((i) => i.product_id)}::text[],
-                    ${items.map((i) => i.description)}::text[], ${items.map((i) => i.quantity)}::numeric[],
-                    ${items.map((i) => i.unit_price)}::numeric[], ${items.map((i) => i.discount_percent)}::numeric[],
-                    ${items.map((i) => i.discount_amount)}::numeric[], ${items.map((i) => String(i.exempt))}::text[]::boolean[],
-                    ${items.map((i) => i.line_total)}::numeric[])
-               AS it (id, position, product_id, description, quantity, unit_price, discount_percent, discount_amount, exempt, line_total)
+             unnest(${commaList(
+               db,
+               itemValues.map((c) =>
+                 // postgres.js types an array of booleans as one boolean: they go as text.
+                 itemColumns[c].type === 'bool'
+                   ? db`${items.map((i) => String(i[c]))}::text[]::bool[]`
+                   : db`${items.map((i) => i[c] as string)}::${db.unsafe(itemColumns[c].type)}[]`,
+               ),
+             )})
+               AS it (${identifiers(db, itemValues)})
       RETURNING *
     )
     SELECT invoice.*,
@@ -261,16 +185,6 @@ export async function insertInvoice(
   return rows[0] ?? null;
 }
 
-/** One item row as InvoiceItemRow, amounts as text so none passes through a float. */
-const itemObject = (db: Queryable, alias: string) => {
-  const c = (column: string) => db(`${alias}.${column}`);
-  return db`json_build_object(
-      'id', ${c('id')}, 'product_id', ${c('product_id')}, 'description', ${c('description')},
-      'quantity', ${c('quantity')}::text, 'unit_price', ${c('unit_price')}::text,
-      'discount_percent', ${c('discount_percent')}::text, 'discount_amount', ${c('discount_amount')}::text,
-      'exempt', ${c('exempt')}, 'line_total', ${c('line_total')}::text)`;
-};
-
 /**
  * The items of invoice `i`, as a column of the same statement (a SELECT's or an UPDATE's
  * RETURNING), in order and as text so no amount passes through a float.
@@ -279,14 +193,15 @@ export const itemsJson = (db: Queryable) => db`
   coalesce((SELECT json_agg(${itemObject(db, 'it')} ORDER BY it.position)
     FROM invoice_items it WHERE it.invoice_id = i.id), '[]'::json)`;
 
-export async function getInvoice(db: Queryable, merchantId: string, id: string): Promise<InvoiceWithItems | null> {
+/** The invoice row and its items; the API's Invoice resource is read.ts's getInvoice. */
+export async function getInvoiceWithItems(db: Queryable, merchantId: string, id: string): Promise<InvoiceWithItems | null> {
   const rows = await db<InvoiceWithItems[]>`
-    SELECT i.*, ${itemsJson(db)} AS items FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
+    SELECT ${invoiceRowColumns(db, 'i')}, ${itemsJson(db)} AS items FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
   return rows[0] ?? null;
 }
 
 export async function getInvoiceRow(db: Queryable, merchantId: string, id: string): Promise<InvoiceRow | null> {
-  const rows = await db<InvoiceRow[]>`SELECT * FROM invoices WHERE merchant_id = ${merchantId} AND id = ${id}`;
+  const rows = await db<InvoiceRow[]>`SELECT ${invoiceRowColumns(db, 'i')} FROM invoices i WHERE i.merchant_id = ${merchantId} AND i.id = ${id}`;
   return rows[0] ?? null;
 }
 
@@ -297,10 +212,6 @@ export interface InvoiceFilters {
   updated_since?: string;
 }
 
-// A timestamp column as the API writes it: RFC 3339 UTC, milliseconds truncated as a Date read
-// from the same value would hold them.
-const rfc3339 = (db: Queryable, column: string) => db`to_char(${db(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 export async function listInvoices(db: Queryable, merchantId: string, f: InvoiceFilters, limit: number, offset: number): Promise<ListedInvoice[]> {
   // The page is cut first, on the index alone (ids only: an index-only scan skips the rows
   // OFFSET passes over without reading them), and rows and items are read for that page only.
@@ -308,23 +219,7 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
   // through a float) and timestamps as the API writes them: the web process parses a page once,
   // natively, instead of column by column and Date by Date (half its time on a list page).
   const rows = await db<{ invoice: ListedInvoice }[]>`
-    SELECT json_build_object(
-             'id', i.id, 'client_id', i.client_id, 'client_name', i.client_name, 'client_email', i.client_email,
-             'client_phone', i.client_phone, 'client_rut', i.client_rut, 'client_address', i.client_address,
-             'client_giro', i.client_giro, 'client_comuna', i.client_comuna, 'client_ciudad', i.client_ciudad,
-             'invoice_number', i.invoice_number, 'external_reference', i.external_reference,
-             'status', i.status, 'currency', i.currency, 'exchange_rate', i.exchange_rate::text, 'base_currency', i.base_currency,
-             'issue_date', i.issue_date, 'due_date', i.due_date, 'is_tax_exempt', i.is_tax_exempt, 'tax_inclusive', i.tax_inclusive,
-             'tax_rate', i.tax_rate::text, 'subtotal', i.subtotal::text, 'taxable_amount', i.taxable_amount::text,
-             'exempt_amount', i.exempt_amount::text, 'discount_total', i.discount_total::text,
-             'global_discount_percent', i.global_discount_percent::text, 'global_discount_amount', i.global_discount_amount::text,
-             'global_discount_description', i.global_discount_description, 'references', i."references",
-             'tax_total', i.tax_total::text, 'total', i.total::text, 'amount_paid', i.amount_paid::text,
-             'amount_credited', i.amount_credited::text, 'amount_debited', i.amount_debited::text, 'public_token', i.public_token, 'payment_provider', i.payment_provider,
-             'payment_transaction_id', i.payment_transaction_id, 'paid_at', ${rfc3339(db, 'i.paid_at')},
-             'created_at', ${rfc3339(db, 'i.created_at')}, 'updated_at', ${rfc3339(db, 'i.updated_at')}, 'items', ${itemsJson(db)},
-             'dte_type', i.dte_type, 'dte_folio', i.dte_folio, 'dte_status', i.dte_status, 'dte_track_id', i.dte_track_id,
-             'credit_note_folio', i.credit_note_folio, 'credit_note_status', i.credit_note_status) AS invoice
+    SELECT ${listedObject(db, 'i', itemsJson(db))} AS invoice
       FROM (
       SELECT id FROM invoices
        WHERE merchant_id = ${merchantId}

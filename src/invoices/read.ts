@@ -9,7 +9,7 @@ export function invoiceNotFound(id: string): AppError {
 
 /** The Invoice resource of one invoice of the merchant; 404 `invoice_not_found` when there is none. */
 export async function getInvoice(db: Queryable, merchantId: string, id: string, urls: Urls) {
-  const full = await q.getInvoice(db, merchantId, id);
+  const full = await q.getInvoiceWithItems(db, merchantId, id);
   if (!full) throw invoiceNotFound(id);
   return invoiceResource(full, urls);
 }

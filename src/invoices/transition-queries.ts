@@ -4,7 +4,7 @@ import type { InvoiceStatus } from './schemas.js';
 
 // Every transition of an invoice is guarded in its statement: zero rows means "explain the 409",
 // not a race. A transition that announces its invoice as it leaves the statement returns it with
-// its items (as getInvoice reads it), so its event needs no second read.
+// its items (as getInvoiceWithItems reads it), so its event needs no second read.
 
 export const OPEN_STATUSES = ['sent', 'viewed', 'overdue'] as const;
 

@@ -12,7 +12,7 @@ import { insertPayment, type NewPayment } from '../payments/queries.js';
 import { getPaymentResource } from '../payments/service.js';
 import type { SecretBox } from '../webhooks/secrets.js';
 import { isCurrency, precision, Decimal } from '../money.js';
-import { getInvoice as invoiceWithItems, type DocumentReference, type InvoiceRow, type InvoiceWithItems } from './queries.js';
+import { getInvoiceWithItems, type DocumentReference, type InvoiceRow, type InvoiceWithItems } from './queries.js';
 import { getInvoice, invoiceNotFound } from './read.js';
 import { receiptEmail } from './receipt.js';
 import { invoiceResource, reminderResource, type Urls } from './resource.js';
@@ -285,7 +285,7 @@ export interface CancelNote {
  * the invoice has one (which the invoice's `credit_note` then shows).
  */
 async function issueCancelNote(db: Queryable, merchantId: string, id: string, note: CancelNote, deps: InvoiceDeps): Promise<NoteRow> {
-  const invoice = await invoiceWithItems(db, merchantId, id);
+  const invoice = await getInvoiceWithItems(db, merchantId, id);
   if (!invoice) throw invoiceNotFound(id);
   return issueNote(
     db,

@@ -8,10 +8,10 @@ import type { RenderTask } from './render-thread.js';
 // A PDF is milliseconds of synchronous CPU (font subsetting, layout, deflate). On the event loop it
 // stalls every other job of the worker (webhook attempts, SMTP, queue fetches) and every request
 // of the web process; in threads of their own, renders use the cores the event loop does not.
-// One core is left to the event loop, but there are at least two threads: a merchant's renders run
-// one at a time (below), so another merchant's never waits for a thread behind them. Idle threads
-// end, so a process that renders nothing keeps none.
-const THREADS = Math.max(2, Math.min(4, availableParallelism() - 1));
+// One core is left to the event loop; idle threads end, so a process that renders nothing keeps
+// none. (A second thread on a two-core machine would not make another merchant's render wait
+// less: it would share the same core, and each thread's start-up costs seconds of CPU.)
+const THREADS = Math.max(1, Math.min(4, availableParallelism() - 1));
 const IDLE_MS = 30_000;
 
 let pool: Piscina<RenderTask, Uint8Array> | null = null;

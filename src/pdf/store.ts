@@ -3,7 +3,7 @@ import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
 import { getNote, type NoteKind, type NoteRow } from '../invoices/note-queries.js';
-import { getInvoice, getInvoiceRow, type InvoiceRow, type InvoiceWithItems } from '../invoices/queries.js';
+import { getInvoiceWithItems, getInvoiceRow, type InvoiceRow, type InvoiceWithItems } from '../invoices/queries.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
 import * as q from './queries.js';
@@ -46,7 +46,7 @@ function printedDte(d: InvoiceDte): PrintedDte {
 export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
   const stored = await q.storedPdfFor(db, merchantId, invoiceId);
   if (stored) return storedPdf(stored);
-  const invoice = await getInvoice(db, merchantId, invoiceId);
+  const invoice = await getInvoiceWithItems(db, merchantId, invoiceId);
   if (!invoice) return null;
   const merchant = await chargingMerchant(db, merchantId);
   if (!merchant) return null;
@@ -66,7 +66,7 @@ export async function invoicePdf(db: Queryable, merchantId: string, invoiceId: s
  * profile changed since the original was stored shows on the copy only.
  */
 export async function invoiceCopyPdf(db: Queryable, merchantId: string, invoiceId: string, copy: PdfCopy, publicBase: string): Promise<InvoicePdf | null> {
-  const invoice = await getInvoice(db, merchantId, invoiceId);
+  const invoice = await getInvoiceWithItems(db, merchantId, invoiceId);
   if (!invoice) return null;
   const [merchant, dte] = await Promise.all([chargingMerchant(db, merchantId), findInvoiceDte(db, invoiceId)]);
   if (!merchant) return null;
@@ -86,7 +86,7 @@ export async function invoiceCopyPdf(db: Queryable, merchantId: string, invoiceI
 export async function invoiceTicketPdf(db: Queryable, merchantId: string, invoiceId: string, publicBase: string): Promise<InvoicePdf | null> {
   const stored = await q.storedVariantFor(db, merchantId, invoiceId, 'ticket');
   if (stored) return ticketPdf(stored, stored.invoice);
-  const invoice = await getInvoice(db, merchantId, invoiceId);
+  const invoice = await getInvoiceWithItems(db, merchantId, invoiceId);
   if (!invoice) return null;
   const [merchant, dte] = await Promise.all([chargingMerchant(db, merchantId), findInvoiceDte(db, invoiceId)]);
   if (!merchant) return null;

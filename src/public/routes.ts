@@ -4,11 +4,11 @@ import type { AppContext } from '../context.js';
 import { toAppError } from '../http/envelope.js';
 import { invoiceUrls } from '../http/urls.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';
-import { getInvoice, type InvoiceWithItems } from '../invoices/queries.js';
+import { getInvoiceWithItems, type InvoiceWithItems } from '../invoices/queries.js';
 import type { Locale } from '../invoices/schemas.js';
 import { viewInvoice as recordView } from '../invoices/transitions.js';
 import { chargingMerchant, type ChargingMerchant } from '../checkout/credentials.js';
-import { checkoutUrl } from '../checkout/service.js';
+import { checkoutUrl } from '../checkout/urls.js';
 import { invoiceCheckout } from '../checkout/invoice-session.js';
 import { pdfCopy, pdfHeaders } from '../pdf/routes.js';
 import { invoiceCopyPdf, invoicePdf } from '../pdf/store.js';
@@ -146,7 +146,7 @@ async function viewInvoice(ctx: AppContext, token: string): Promise<{ invoice: I
 async function peekInvoice(ctx: AppContext, token: string): Promise<{ invoice: InvoiceWithItems; merchant: ChargingMerchant } | null> {
   const target = await q.invoiceByToken(ctx.sql, token);
   if (!target || target.status === 'draft') return null;
-  const [invoice, merchant] = await Promise.all([getInvoice(ctx.sql, target.merchant_id, target.id), chargingMerchant(ctx.sql, target.merchant_id)]);
+  const [invoice, merchant] = await Promise.all([getInvoiceWithItems(ctx.sql, target.merchant_id, target.id), chargingMerchant(ctx.sql, target.merchant_id)]);
   return invoice && merchant ? { invoice, merchant } : null;
 }
 

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/client.js';
-import type { DeliveryRow, DeliveryStatus, EndpointRow } from './queries.js';
+import type { DeliveryRow, DeliveryStatus } from './delivery-queries.js';
+import type { EndpointRow } from './endpoint-queries.js';
 
 /**
  * A position in a newest-first list: the rows strictly older than this one come next. The time

@@ -11,7 +11,9 @@ import { signatureHeader } from './signature.js';
 import { DELIVERY_TIMEOUT_MS, postWebhook, type PostResult } from './http-post.js';
 import type { DeliveryErrorCategory } from './schemas.js';
 import type { SecretBox } from './secrets.js';
-import * as q from './queries.js';
+import * as eq from './endpoint-queries.js';
+import * as dq from './delivery-queries.js';
+import * as atq from './attempt-queries.js';
 import type { Log } from '../logger.js';
 
 export interface DeliveryDeps {
@@ -36,7 +38,7 @@ const HOLD_RENEW_MS = 3_000;
 
 // Attempts to one endpoint in flight at once in one worker process (pg-boss local group
 // concurrency): a slow or hanging receiver holds at most this many attempts, and so at most this
-// many of a worker's 48 webhook fetch loops (jobs/worker.ts EFFECTS).
+// many of a worker's 48 webhook fetch loops (jobs/webhook-deliver.ts).
 // 8 held one busy receiver to what 8 round trips allow (bench:effects 1b: 16 took a burst to one
 // endpoint from 369 to about 490 webhooks/s once fan-out stopped being the limit).
 export const DELIVERIES_PER_ENDPOINT = 16;
@@ -128,7 +130,7 @@ export async function attemptDelivery(
   deliveryId: string,
   attempt: number,
   timeoutMs = DELIVERY_TIMEOUT_MS,
-): Promise<q.DeliveryRow | null> {
+): Promise<dq.DeliveryRow | null> {
   const [outcome] = attemptDeliveries(db, transact, deps, [{ id: deliveryId, attempt }], timeoutMs);
   return outcome!;
 }
@@ -144,12 +146,12 @@ export function attemptDeliveries(
   deps: DeliveryDeps,
   refs: readonly AttemptRef[],
   timeoutMs = DELIVERY_TIMEOUT_MS,
-): Promise<q.DeliveryRow | null>[] {
+): Promise<dq.DeliveryRow | null>[] {
   const now = clock.now();
   // A claim is for one attempt, and goes to one job: two jobs asking for the same one (which
   // singleton keys prevent) cannot both make it.
   const key = (id: string, attempt: number) => `${id}:${attempt}`;
-  const claims = q.claimDeliveries(db, refs, now, holdUntil()).then((rows) => new Map(rows.map((r) => [key(r.id, r.attempts + 1), r])));
+  const claims = dq.claimDeliveries(db, refs, now, holdUntil()).then((rows) => new Map(rows.map((r) => [key(r.id, r.attempts + 1), r])));
   return refs.map(async (ref) => {
     const owned = await claims;
     const claimed = owned.get(key(ref.id, ref.attempt)) ?? null;
@@ -172,17 +174,17 @@ async function attemptClaimed(
   transact: Transact,
   deps: DeliveryDeps,
   { id: deliveryId, attempt }: AttemptRef,
-  claimed: q.ClaimedDelivery | null,
+  claimed: dq.ClaimedDelivery | null,
   now: Date,
   timeoutMs: number,
-): Promise<q.DeliveryRow | null> {
+): Promise<dq.DeliveryRow | null> {
   if (!claimed) {
-    if (await q.attemptOwed(db, deliveryId, attempt)) throw new DeliveryInFlightError(deliveryId, attempt);
+    if (await dq.attemptOwed(db, deliveryId, attempt)) throw new DeliveryInFlightError(deliveryId, attempt);
     return null;
   }
   if (!claimed.endpoint_enabled && !claimed.is_test) {
-    await q.failWithoutAttempt(db, deliveryId, 'endpoint disabled', now);
-    return q.getDelivery(db, deliveryId);
+    await dq.failWithoutAttempt(db, deliveryId, 'endpoint disabled', now);
+    return dq.getDelivery(db, deliveryId);
   }
 
   const secret = deps.secrets.open(claimed.secret_encrypted);
@@ -195,7 +197,7 @@ async function attemptClaimed(
     'X-Webhook-Signature': signatureHeader(secret, timestamp, claimed.payload),
   };
   const startedAt = clock.now();
-  const claimKept = keepClaim(true, async () => ((await q.renewDeliveryClaim(db, deliveryId, attempt, holdUntil())) ? true : null), HOLD_RENEW_MS);
+  const claimKept = keepClaim(true, async () => ((await dq.renewDeliveryClaim(db, deliveryId, attempt, holdUntil())) ? true : null), HOLD_RENEW_MS);
   let result: PostResult;
   try {
     result = await postWebhook(claimed.url, claimed.payload, headers, deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, startedAt, timeoutMs);
@@ -203,7 +205,7 @@ async function attemptClaimed(
     await claimKept.stop();
   }
   const verdict = judge(result);
-  const kept: q.NewAttempt = {
+  const kept: atq.NewAttempt = {
     id: newId(),
     delivery_id: deliveryId,
     attempt_number: attempt,
@@ -218,7 +220,7 @@ async function attemptClaimed(
   };
   // Sandbox endpoints and test deliveries never count failures nor get disabled (docs/decisions.md §10).
   const counts = !claimed.is_test && !claimed.endpoint_sandbox;
-  if (verdict === 'success') return q.recordSuccessfulAttempt(db, kept, { id: claimed.endpoint_id, counts }, clock.now());
+  if (verdict === 'success') return atq.recordSuccessfulAttempt(db, kept, { id: claimed.endpoint_id, counts }, clock.now());
   logFailedAttempt(deps.log, claimed, kept);
   return recordFailedAttempt(transact, deps, claimed, counts, verdict, kept, result.retryAfterSeconds);
 }
@@ -228,7 +230,7 @@ async function attemptClaimed(
  * and only the URL's host (its path or query may carry the merchant's own tokens). Neither the
  * signed headers nor either body is logged.
  */
-function logFailedAttempt(log: Log | undefined, d: q.ClaimedDelivery, kept: q.NewAttempt): void {
+function logFailedAttempt(log: Log | undefined, d: dq.ClaimedDelivery, kept: atq.NewAttempt): void {
   log?.warn(
     {
       delivery_id: d.id,
@@ -262,29 +264,29 @@ export function transactOn(sql: Sql): Transact {
 async function recordFailedAttempt(
   transact: Transact,
   deps: DeliveryDeps,
-  d: q.ClaimedDelivery,
+  d: dq.ClaimedDelivery,
   counts: boolean,
   verdict: Exclude<Verdict, 'success'>,
-  kept: q.NewAttempt,
+  kept: atq.NewAttempt,
   retryAfterSeconds: number | null,
-): Promise<q.DeliveryRow | null> {
+): Promise<dq.DeliveryRow | null> {
   const attempt = kept.attempt_number;
-  const write = async (tx: Queryable): Promise<q.DeliveryRow | null> => {
+  const write = async (tx: Queryable): Promise<dq.DeliveryRow | null> => {
     const now = clock.now();
-    let disabled: q.EndpointRow | null = null;
-    if (counts && verdict === 'gone') disabled = await q.disableEndpoint(tx, d.endpoint_id, 'gone', now);
+    let disabled: eq.EndpointRow | null = null;
+    if (counts && verdict === 'gone') disabled = await eq.disableEndpoint(tx, d.endpoint_id, 'gone', now);
     if (counts && verdict === 'failure') {
-      const ep = await q.recordEndpointFailure(tx, d.endpoint_id, now);
+      const ep = await eq.recordEndpointFailure(tx, d.endpoint_id, now);
       const oldEnough = ep?.failing_since && now.getTime() - ep.failing_since.getTime() >= deps.config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000;
       if (ep && ep.enabled && ep.consecutive_failures >= deps.config.WEBHOOK_DISABLE_AFTER_FAILURES && oldEnough) {
-        disabled = await q.disableEndpoint(tx, d.endpoint_id, 'consecutive_failures', now);
+        disabled = await eq.disableEndpoint(tx, d.endpoint_id, 'consecutive_failures', now);
       }
     }
 
     const endpointStopped = verdict === 'gone' && counts;
     const retry = !endpointStopped && !disabled && attempt < d.max_attempts;
     const delay = retry ? retryDelaySeconds(retrySchedule(deps.config), attempt, retryAfterSeconds) : 0;
-    const row = await q.recordAttempt(
+    const row = await atq.recordAttempt(
       tx,
       d.id,
       attempt,
@@ -300,7 +302,7 @@ async function recordFailedAttempt(
     );
     // Another run recorded this attempt first: write nothing.
     if (!row) throw new AlreadyRecorded();
-    await q.insertAttempt(tx, kept);
+    await atq.insertAttempt(tx, kept);
     if (retry) await enqueueAttempt(tx, deps.boss, d, attempt + 1, delay);
     if (disabled) await announceDisabled(tx, deps, disabled, now);
     return row;
@@ -316,9 +318,9 @@ async function recordFailedAttempt(
 class AlreadyRecorded extends Error {}
 
 /** Waiting retries stop and the merchant learns why their endpoint went quiet. */
-async function announceDisabled(tx: Queryable, deps: DeliveryDeps, ep: q.EndpointRow, now: Date): Promise<void> {
+async function announceDisabled(tx: Queryable, deps: DeliveryDeps, ep: eq.EndpointRow, now: Date): Promise<void> {
   const reason = ep.disabled_reason === 'gone' ? 'the endpoint answered 410 Gone' : `${ep.consecutive_failures} consecutive failed attempts`;
-  await q.stopPendingDeliveries(tx, ep.id, `endpoint disabled: ${reason}`, now);
+  await dq.stopPendingDeliveries(tx, ep.id, `endpoint disabled: ${reason}`, now);
   const merchant = await getMerchant(tx, ep.merchant_id);
   if (!merchant) return;
   await queueEmail(tx, deps.boss, {

@@ -5,7 +5,8 @@ import { newId } from '../ids.js';
 import { enqueueFirstAttempts, maxAttempts, type DeliveryDeps } from './delivery.js';
 import { payloadFor } from './service.js';
 import type { RecoverInput } from './schemas.js';
-import * as q from './queries.js';
+import * as eq from './endpoint-queries.js';
+import * as dq from './delivery-queries.js';
 
 // One call's work stays one modest transaction (a delivery and a job per event), as the admin
 // replay's: a longer outage is recovered in several calls, `has_more` saying so; each picks up
@@ -38,21 +39,21 @@ export async function recoverEndpoint(db: Queryable, deps: DeliveryDeps, merchan
   if (until <= since) throw refused('since', 'must be in the past');
 
   // One recover of a merchant at a time: two at once would both find the same missed events.
-  await q.lockMerchant(db, 'recover', merchantId);
-  const endpoint = await q.getEndpoint(db, merchantId, endpointId);
+  await eq.lockMerchant(db, 'recover', merchantId);
+  const endpoint = await eq.getEndpoint(db, merchantId, endpointId);
   if (!endpoint) throw new AppError('webhook_endpoint_not_found', `No webhook endpoint ${endpointId}.`);
   // Its deliveries would fail unattempted (the worker skips disabled endpoints), as the admin
   // replay says too.
   if (!endpoint.enabled) throw refused('endpoint_id', 'the endpoint is disabled; enable it first (PATCH enabled: true)');
 
-  const missed = await q.missedEvents(db, endpoint, { since, until, limit: RECOVER_MAX + 1 });
+  const missed = await dq.missedEvents(db, endpoint, { since, until, limit: RECOVER_MAX + 1 });
   const batch = missed.slice(0, RECOVER_MAX);
-  await q.supersedeDeliveries(
+  await dq.supersedeDeliveries(
     db,
     batch.flatMap((ev) => (ev.original && ev.original.status !== 'failed' ? [ev.original.id] : [])),
     now,
   );
-  const created = await q.insertDeliveries(
+  const created = await dq.insertDeliveries(
     db,
     batch.map((ev) => ({
       id: newId(),

@@ -3,7 +3,7 @@ import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { enqueueFirstAttempts, maxAttempts, type DeliveryDeps } from './delivery.js';
-import { insertDeliveries, type DeliveryRow, type NewDelivery } from './queries.js';
+import { insertDeliveries, type DeliveryRow, type NewDelivery } from './delivery-queries.js';
 import * as aq from './admin-queries.js';
 
 // One call's work stays one modest transaction (a row and a job each): a longer outage is

@@ -1,7 +1,7 @@
 import type { EventType } from '../events/emit.js';
 import type { EventData } from '../events/schemas.js';
 import { newId, randomToken } from '../ids.js';
-import { checkoutResource } from '../checkout/service.js';
+import { checkoutResource } from '../checkout/resource.js';
 import type { CheckoutRow } from '../checkout/queries.js';
 import { clientResource } from '../clients/service.js';
 import type { ClientRow } from '../clients/queries.js';

@@ -5,6 +5,7 @@ import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import { invoiceUrls } from '../http/urls.js';
 import { buildEvent, eventTypes, type EventType } from '../events/emit.js';
+import { getEventTexts } from '../events/queries.js';
 import { checkWebhookUrl } from './address-guard.js';
 import { attemptDelivery, enqueueFirstAttempts, maxAttempts, transactOn, type DeliveryDeps } from './delivery.js';
 import { TEST_DELIVERY_TIMEOUT_MS } from './http-post.js';
@@ -12,7 +13,8 @@ import { sampleEventData } from './samples.js';
 import { generateSecret, secretPrefix } from './secrets.js';
 import { verifySignature, type VerifyResult } from './signature.js';
 import type { CreateEndpointInput, DeliveryResource, EndpointResource, UpdateEndpointInput } from './schemas.js';
-import * as q from './queries.js';
+import * as eq from './endpoint-queries.js';
+import * as dq from './delivery-queries.js';
 
 // docs/decisions.md §10: Stripe's limit.
 export const MAX_ENDPOINTS_PER_MERCHANT = 16;
@@ -22,7 +24,7 @@ export const TEST_DELIVERIES_IN_FLIGHT = 2;
 // attempt (which ends within the timeout): it no longer blocks the merchant's next test.
 const TEST_IN_FLIGHT_SECONDS = TEST_DELIVERY_TIMEOUT_MS / 1000 + 10;
 
-export function endpointResource(row: q.EndpointRow): EndpointResource {
+export function endpointResource(row: eq.EndpointRow): EndpointResource {
   return {
     id: row.id,
     url: row.url,
@@ -39,7 +41,7 @@ export function endpointResource(row: q.EndpointRow): EndpointResource {
   };
 }
 
-export function deliveryResource(row: q.DeliveryRow): DeliveryResource {
+export function deliveryResource(row: dq.DeliveryRow): DeliveryResource {
   return {
     id: row.id,
     endpoint_id: row.endpoint_id,
@@ -85,15 +87,15 @@ export async function usableUrl(url: string, deps: DeliveryDeps): Promise<string
 
 /** `url` comes from usableUrl. */
 export async function createEndpoint(db: Queryable, merchantId: string, input: CreateEndpointInput, url: string, deps: DeliveryDeps) {
-  await q.lockMerchant(db, 'endpoints', merchantId);
-  if ((await q.countEndpoints(db, merchantId)) >= MAX_ENDPOINTS_PER_MERCHANT) {
+  await eq.lockMerchant(db, 'endpoints', merchantId);
+  if ((await eq.countEndpoints(db, merchantId)) >= MAX_ENDPOINTS_PER_MERCHANT) {
     throw invalidUrl(
       `At most ${MAX_ENDPOINTS_PER_MERCHANT} webhook endpoints are allowed per account; delete one to register another.`,
       `cannot be registered: you already have ${MAX_ENDPOINTS_PER_MERCHANT} endpoints, the most allowed`,
     );
   }
   const secret = generateSecret();
-  const row = await q
+  const row = await eq
     .insertEndpoint(db, {
       id: newId(),
       merchant_id: merchantId,
@@ -106,38 +108,38 @@ export async function createEndpoint(db: Queryable, merchantId: string, input: C
       now: clock.now(),
     })
     .catch((err: unknown) => {
-      throw q.isDuplicateUrl(err) ? duplicateUrl() : err;
+      throw eq.isDuplicateUrl(err) ? duplicateUrl() : err;
     });
   return { ...endpointResource(row), secret };
 }
 
 export async function listEndpoints(db: Queryable, merchantId: string) {
-  return { data: (await q.listEndpoints(db, merchantId)).map(endpointResource) };
+  return { data: (await eq.listEndpoints(db, merchantId)).map(endpointResource) };
 }
 
 export async function getEndpoint(db: Queryable, merchantId: string, id: string) {
-  const row = await q.getEndpoint(db, merchantId, id);
+  const row = await eq.getEndpoint(db, merchantId, id);
   if (!row) throw notFound(id);
   return endpointResource(row);
 }
 
 /** `url` comes from usableUrl, called before existence is known (docs/decisions.md §14: body, then existence). */
 export async function updateEndpoint(db: Queryable, merchantId: string, id: string, input: UpdateEndpointInput, url: string | undefined) {
-  const row = await q.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now()).catch((err: unknown) => {
-    throw q.isDuplicateUrl(err) ? duplicateUrl() : err;
+  const row = await eq.updateEndpoint(db, merchantId, id, { ...input, url }, clock.now()).catch((err: unknown) => {
+    throw eq.isDuplicateUrl(err) ? duplicateUrl() : err;
   });
   if (!row) throw notFound(id);
   return endpointResource(row);
 }
 
 export async function deleteEndpoint(db: Queryable, merchantId: string, id: string): Promise<void> {
-  if (!(await q.deleteEndpoint(db, merchantId, id))) throw notFound(id);
+  if (!(await eq.deleteEndpoint(db, merchantId, id))) throw notFound(id);
 }
 
 /** The old secret stops verifying the moment this commits (docs/decisions.md §10). */
 export async function rotateSecret(db: Queryable, merchantId: string, id: string, deps: DeliveryDeps) {
   const secret = generateSecret();
-  const row = await q.replaceSecret(db, merchantId, id, deps.secrets.seal(secret), secretPrefix(secret), clock.now());
+  const row = await eq.replaceSecret(db, merchantId, id, deps.secrets.seal(secret), secretPrefix(secret), clock.now());
   if (!row) throw notFound(id);
   return { ...endpointResource(row), secret };
 }
@@ -152,21 +154,21 @@ export async function rotateSecret(db: Queryable, merchantId: string, id: string
 export async function testEndpoint(sql: Sql, merchantId: string, id: string, type: EventType | undefined, deps: DeliveryDeps) {
   const eventType = type ?? 'invoice.paid';
   const delivery = await sql.begin(async (tx) => {
-    await q.lockMerchant(tx, 'testDeliveries', merchantId);
-    if (!(await q.getEndpoint(tx, merchantId, id))) throw notFound(id);
+    await eq.lockMerchant(tx, 'testDeliveries', merchantId);
+    if (!(await eq.getEndpoint(tx, merchantId, id))) throw notFound(id);
     const now = clock.now();
     const inFlightSince = new Date(now.getTime() - TEST_IN_FLIGHT_SECONDS * 1000);
-    await q.abandonTestDeliveries(tx, merchantId, inFlightSince, now);
-    if ((await q.countTestDeliveriesInFlight(tx, merchantId, inFlightSince)) >= TEST_DELIVERIES_IN_FLIGHT) {
+    await dq.abandonTestDeliveries(tx, merchantId, inFlightSince, now);
+    if ((await dq.countTestDeliveriesInFlight(tx, merchantId, inFlightSince)) >= TEST_DELIVERIES_IN_FLIGHT) {
       throw new AppError('rate_limited', `At most ${TEST_DELIVERIES_IN_FLIGHT} test deliveries may be in flight at once; wait for one to finish.`, {
         retry: 'after_seconds:1',
       });
     }
     const event = buildEvent(eventType, sampleEventData(eventType, merchantId, now, invoiceUrls(deps.config)), true);
-    return q.insertTestDelivery(tx, { id: newId(), merchant_id: merchantId, endpoint_id: id, event_id: event.id, event_type: eventType, payload: JSON.stringify(event), now });
+    return dq.insertTestDelivery(tx, { id: newId(), merchant_id: merchantId, endpoint_id: id, event_id: event.id, event_type: eventType, payload: JSON.stringify(event), now });
   });
   const done = await attemptDelivery(sql, transactOn(sql), deps, delivery.id, 1, TEST_DELIVERY_TIMEOUT_MS);
-  return deliveryResource(done ?? (await q.getDelivery(sql, delivery.id))!);
+  return deliveryResource(done ?? (await dq.getDelivery(sql, delivery.id))!);
 }
 
 export function verify(signature: string, secret: string, payload: string | undefined): VerifyResult {
@@ -186,10 +188,10 @@ export function payloadFor(eventText: string, isTest: boolean): string {
  */
 export async function fanOutEvents(sql: Sql, deps: DeliveryDeps, eventIds: string[]): Promise<number> {
   return sql.begin(async (tx) => {
-    const events = new Map((await q.getEventTexts(tx, eventIds)).map((e) => [e.id, e]));
-    const subscribers = await q.subscribersOf(tx, [...events.values()]);
+    const events = new Map((await getEventTexts(tx, eventIds)).map((e) => [e.id, e]));
+    const subscribers = await eq.subscribersOf(tx, [...events.values()]);
     const now = clock.now();
-    const created = await q.insertDeliveries(
+    const created = await dq.insertDeliveries(
       tx,
       subscribers.map((s) => {
         const event = events.get(s.event_id)!;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../../src/db/client.js';
 import { migrate, migrationFiles } from '../../src/db/migrate.js';
+import { jobQueues } from '../../jobs/index.js';
 
 // Any constant: it only serialises template creation between test processes.
 const TEMPLATE_LOCK = 727_002;
@@ -27,8 +28,8 @@ function withDatabase(url: string, name: string): string {
 async function templateName(): Promise<string> {
   const hash = createHash('sha256');
   for (const f of await migrationFiles()) hash.update(f).update(await readFile(path.resolve('sql', f)));
-  // The queues' options are part of the schema too.
-  hash.update(await readFile(path.resolve('src/queue/boss.ts')));
+  // The queues' options (declared by the job files) are part of the schema too.
+  hash.update(JSON.stringify(jobQueues));
   return `invoicing_tpl_${hash.digest('hex').slice(0, 12)}`;
 }
 
@@ -46,7 +47,7 @@ async function ensureTemplate(admin: postgres.Sql, base: string): Promise<string
       // A pool like production's: migrations must not assume a single connection.
       const sql = createSql(withDatabase(base, building), { max: 4 });
       try {
-        await migrate(sql);
+        await migrate(sql, jobQueues);
       } finally {
         await sql.end();
       }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { freePort, startEmbedded, type EmbeddedDb } from '../../src/db/embedded.js';
 import { createSql, type Sql } from '../../src/db/client.js';
 import { migrate } from '../../src/db/migrate.js';
+import { jobQueues } from '../../jobs/index.js';
 
 export interface PrivatePostgres {
   url: string;
@@ -33,7 +34,7 @@ export async function startPrivatePostgres(t: { teardown(fn: () => unknown): voi
     await server?.stop();
     await rm(dir, { recursive: true, force: true });
   });
-  await migrate(sql);
+  await migrate(sql, jobQueues);
   return {
     url,
     sql,
