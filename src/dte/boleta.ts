@@ -6,11 +6,11 @@ import type { InvoiceItemRow, InvoiceWithItems } from '../invoices/queries.js';
 import { Decimal } from '../money.js';
 import type { SigningIdentity } from './certificate.js';
 import { documentId, GENERIC_RUT, SII_NAMESPACE, type GlobalDiscount, type Issuer, type Reference } from './document.js';
-import { SII_RUT, type Caratula, type SignedDte } from './envelope.js';
+import { buildEnvelope, type Caratula, type SignedDte } from './envelope.js';
 import { dteGlobalDiscount, pesos, siiTimestamp, type IssuedDte, type IssueInput } from './issue.js';
 import { signElement } from './sign.js';
 import { stampTimbre, type Timbre } from './ted.js';
-import { cut, latin1, latin1Bytes } from './xml.js';
+import { cut, latin1 } from './xml.js';
 
 export type BoletaType = 39 | 41;
 
@@ -257,39 +257,10 @@ export function issueBoleta(input: BoletaIssueInput): IssuedDte {
   return { ted: timbre.text, signedDte, signedAt: stampedAt, receiverRut: GENERIC_RUT, issueDate: content.issueDate, total: content.totals.total };
 }
 
-const SET_ID = 'SetDoc';
-// A comment marks where the signed boletas go: each is placed as the text it was signed as.
-const DTE_PLACE = '<!--DTE-->';
-
 /** The signed EnvioBOLETA of signed boletas (at most 500, the schema's limit), as its ISO-8859-1 bytes with their declaration. */
 export function buildEnvioBoleta(c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer {
   if (dtes.length === 0 || dtes.length > 500) throw new Error(`an EnvioBOLETA holds 1 to 500 boletas, not ${dtes.length}`);
-  const types = [...new Set(dtes.map((d) => d.type))].sort((a, b) => a - b);
-  const envelope = create({
-    EnvioBOLETA: {
-      '@xmlns': SII_NAMESPACE,
-      '@xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
-      '@xsi:schemaLocation': `${SII_NAMESPACE} EnvioBOLETA_v11.xsd`,
-      '@version': '1.0',
-      SetDTE: {
-        '@ID': SET_ID,
-        Caratula: {
-          '@version': '1.0',
-          RutEmisor: c.rutEmisor,
-          RutEnvia: c.rutEnvia,
-          RutReceptor: SII_RUT,
-          FchResol: c.resolucionFecha,
-          NroResol: String(c.resolucionNumero),
-          TmstFirmaEnv: c.signedAt,
-          SubTotDTE: types.map((t) => ({ TpoDTE: String(t), NroDTE: String(dtes.filter((d) => d.type === t).length) })),
-        },
-        '!': 'DTE',
-      },
-    },
-  }).end({ headless: true });
-  if (!envelope.includes(DTE_PLACE)) throw new Error('the EnvioBOLETA lost the place of its boletas');
-  const signed = signElement(envelope.replace(DTE_PLACE, dtes.map((d) => d.xml).join('')), 'SetDTE', identity);
-  return latin1Bytes(`<?xml version="1.0" encoding="ISO-8859-1"?>\n${signed}`);
+  return buildEnvelope({ root: 'EnvioBOLETA', schema: 'EnvioBOLETA_v11.xsd' }, c, dtes, identity);
 }
 
 /** The boleta alone in a signed EnvioBOLETA: what an invoice keeps as its tax document. */

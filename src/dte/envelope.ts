@@ -29,12 +29,20 @@ export interface SignedDte {
 
 /** The signed EnvioDTE of signed DTEs, as its ISO-8859-1 bytes with their declaration. */
 export function buildEnvioDte(c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer {
+  return buildEnvelope({ root: 'EnvioDTE', schema: 'EnvioDTE_v10.xsd' }, c, dtes, identity);
+}
+
+/**
+ * An envelope of signed documents with its Carátula, the whole set signed again: the EnvioDTE of
+ * facturas and notes, and the EnvioBOLETA of boletas, which differ only in their root and schema.
+ */
+export function buildEnvelope(kind: { root: 'EnvioDTE' | 'EnvioBOLETA'; schema: string }, c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer {
   const types = [...new Set(dtes.map((d) => d.type))].sort((a, b) => a - b);
   const envelope = create({
-    EnvioDTE: {
+    [kind.root]: {
       '@xmlns': SII_NAMESPACE,
       '@xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
-      '@xsi:schemaLocation': `${SII_NAMESPACE} EnvioDTE_v10.xsd`,
+      '@xsi:schemaLocation': `${SII_NAMESPACE} ${kind.schema}`,
       '@version': '1.0',
       SetDTE: {
         '@ID': SET_ID,
@@ -52,7 +60,7 @@ export function buildEnvioDte(c: Caratula, dtes: SignedDte[], identity: SigningI
       },
     },
   }).end({ headless: true });
-  if (!envelope.includes(DTE_PLACE)) throw new Error('the EnvioDTE lost the place of its DTE');
+  if (!envelope.includes(DTE_PLACE)) throw new Error(`the ${kind.root} lost the place of its documents`);
   const signed = signElement(envelope.replace(DTE_PLACE, dtes.map((d) => d.xml).join('')), 'SetDTE', identity);
   return latin1Bytes(`<?xml version="1.0" encoding="ISO-8859-1"?>\n${signed}`);
 }
