@@ -1,11 +1,10 @@
 // The boleta electrónica (39) and boleta no afecta o exenta (41) of docs/decisions.md §20: the consumer's
 // tax document, in SII's boleta schema (EnvioBOLETA_v11.xsd) rather than DTE_v10.xsd, with prices
 // that include VAT. From an invoice's rows to the signed EnvioBOLETA: CPU only, like issue.ts.
-import { create } from 'xmlbuilder2';
 import type { InvoiceItemRow, InvoiceWithItems } from '../invoices/queries.js';
 import { Decimal } from '../money.js';
 import type { SigningIdentity } from './certificate.js';
-import { documentId, GENERIC_RUT, SII_NAMESPACE, type GlobalDiscount, type Issuer, type Reference } from './document.js';
+import { documentId, dteElement, GENERIC_RUT, type GlobalDiscount, type Issuer, type Reference } from './document.js';
 import { buildEnvelope, type Caratula, type SignedDte } from './envelope.js';
 import { dteGlobalDiscount, pesos, siiTimestamp, type IssuedDte, type IssueInput } from './issue.js';
 import { signElement } from './sign.js';
@@ -228,9 +227,7 @@ export function buildBoleta(content: BoletaContent, timbre: Timbre, signedAt: st
     TED: timbre.element,
     TmstFirma: signedAt,
   };
-  const xml = create({ DTE: { '@xmlns': SII_NAMESPACE, '@version': '1.0', Documento: documento } }).end({ headless: true });
-  if (!xml.includes(timbre.signedData)) throw new Error('the timbre changed when placed in its document');
-  return xml;
+  return dteElement(documento, timbre);
 }
 
 export type BoletaIssueInput = Omit<IssueInput, 'content'> & { content: BoletaContent };

@@ -197,8 +197,12 @@ export function buildDte(content: DteContent, timbre: Timbre, signedAt: string):
     TED: timbre.element,
     TmstFirma: signedAt,
   };
+  return dteElement(documento, timbre);
+}
+
+/** A Documento in its DTE element, whose timbre must stand exactly as it was signed, or no reader can check it. */
+export function dteElement(documento: Record<string, unknown>, timbre: Timbre): string {
   const xml = create({ DTE: { '@xmlns': SII_NAMESPACE, '@version': '1.0', Documento: documento } }).end({ headless: true });
-  // The timbre must stand in the document exactly as it was signed, or no reader can check it.
   if (!xml.includes(timbre.signedData)) throw new Error('the timbre changed when placed in its document');
   return xml;
 }
