@@ -7,13 +7,13 @@ import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SCHEMA_FILE, typesOf } from '../src/client/generate.js';
+import { SCHEMA_FILE, typesOf } from '../sdk/generate.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
 import { testApp } from './helpers/app.js';
 
 const run = promisify(execFile);
 
-t.test('src/client/schema.ts is what openapi-typescript generates from the served document', async (t) => {
+t.test('sdk/schema.ts is what openapi-typescript generates from the served document', async (t) => {
   const h = await testApp(t);
   const res = await h.app.inject({ url: '/api/v1/external/docs/openapi.json' });
   t.equal(res.statusCode, 200);
@@ -67,7 +67,7 @@ t.test("the README's TypeScript client example compiles under tsc --strict again
   await writeFile(path.join(dir, 'example.ts'), example ?? '');
   // The package and @types/node, installed as in an integrator's project.
   await symlink(path.resolve('node_modules'), path.join(dir, 'node_modules'), 'dir');
-  const tsc = path.resolve('src/client/node_modules/typescript/bin/tsc');
+  const tsc = path.resolve('sdk/node_modules/typescript/bin/tsc');
   const output = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir }).then(
     () => '',
     (err: { stdout?: string; stderr?: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}`,

@@ -11,8 +11,8 @@ import { testApp } from './helpers/app.js';
 
 const run = promisify(execFile);
 // Both live in the client workspace, with the TypeScript 5 openapi-typescript needs.
-const OPENAPI_TS = path.resolve('src/client/node_modules/openapi-typescript/bin/cli.js');
-const TSC = path.resolve('src/client/node_modules/typescript/bin/tsc');
+const OPENAPI_TS = path.resolve('sdk/node_modules/openapi-typescript/bin/cli.js');
+const TSC = path.resolve('sdk/node_modules/typescript/bin/tsc');
 
 // Only the required fields of each request: every default, and every body that may be left out,
 // is left out. The error branches read each code's own details.

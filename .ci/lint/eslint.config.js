@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', 'src/client/schema.ts', '.data/**', '.tap/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', 'sdk/schema.ts', '.data/**', '.tap/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -16,7 +16,7 @@ export interface ParsedSignature {
 
 /**
  * `t=<unix seconds>,v1=<hex>[,v1=…]`; other schemes are ignored as Stripe's parser does. The
- * client package (src/client/webhooks.ts) has its own copy, since it ships without the server.
+ * client package (sdk/webhooks.ts) has its own copy, since it ships without the server.
  */
 export function parseSignatureHeader(header: string): ParsedSignature | null {
   let timestamp: number | null = null;

@@ -1,9 +1,10 @@
-// The support console's browser script (bundled by routes.ts). Everything it shows comes from
-// merchants and receivers, so it only ever reaches the page as text: textContent, append(string)
-// and attribute values, never markup.
+// The support console's browser script, bundled by build.ts into the file src/admin/routes.ts
+// serves (src/admin/console-bundle.ts). Everything it shows comes from merchants and receivers, so
+// it only ever reaches the page as text: textContent, append(string) and attribute values, never
+// markup.
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
-import type { AppRouter } from './router.js';
+import type { AppRouter } from '../src/admin/router.js';
 
 type Outputs = inferRouterOutputs<AppRouter>;
 type ListFilters = inferRouterInputs<AppRouter>['deliveries']['list'];

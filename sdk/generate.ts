@@ -3,9 +3,9 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript';
-import { buildOpenApi, type JsonSchema } from '../docs/openapi.js';
-import { docsRoutes } from '../docs/routes.js';
-import { apiRoutes } from '../routes.js';
+import { buildOpenApi, type JsonSchema } from '../src/docs/openapi.js';
+import { docsRoutes } from '../src/docs/routes.js';
+import { apiRoutes } from '../src/routes.js';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('./schema.ts', import.meta.url));
 
