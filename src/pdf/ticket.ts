@@ -5,7 +5,7 @@ import type { MerchantRow } from '../merchants/queries.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { openDocument } from './document.js';
 import { drawRedBox, RED_BOX_WIDTH, timbre, type PrintedDte } from './dte-box.js';
-import type { Sheet } from './render.js';
+import type { Sheet } from './sheet.js';
 import { pdfLabels, pdfText } from './text.js';
 import { CharWidths, wrapLines } from './wrap.js';
 
