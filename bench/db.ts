@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../src/db/client.js';
 import { startEmbedded } from '../src/db/embedded.js';
-import { migrate } from '../src/db/migrate.js';
+import { migrate } from '../src/migrate.js';
 import { jobQueues } from '../jobs/index.js';
 import * as merchants from '../src/merchants/service.js';
 

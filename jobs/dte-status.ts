@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pollSubmission } from '../src/dte/submission.js';
+import { pollSubmission } from '../src/sii/submission.js';
 import { HEARTBEAT_SECONDS, queues } from '../src/queue/boss.js';
 import { defineJob } from '../src/queue/runners.js';
 import { DTE_CONCURRENCY, submissionDeps } from './dte-submit.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { invoiceUrls } from '../src/http/urls.js';
-import { submitMerchant, type SubmissionDeps } from '../src/dte/submission.js';
+import { submitMerchant, type SubmissionDeps } from '../src/sii/submission.js';
 import { HEARTBEAT_SECONDS, queues } from '../src/queue/boss.js';
 import { defineJob } from '../src/queue/runners.js';
 import type { WorkerDeps } from './worker.js';
@@ -8,7 +8,7 @@ import type { WorkerDeps } from './worker.js';
 // Old jobs outlive deploys: the payload is checked, never trusted.
 const payload = z.object({ merchant_id: z.uuid() });
 
-/** What the DTE jobs (this one, dte-status and dte-sweep) hand to src/dte/submission.ts. */
+/** What the DTE jobs (this one, dte-status and dte-sweep) hand to src/sii/submission.ts. */
 export function submissionDeps(deps: WorkerDeps): SubmissionDeps {
   return { sql: deps.sql, boss: deps.boss, secrets: deps.secrets, config: deps.config, urls: invoiceUrls(deps.config) };
 }

@@ -1,4 +1,4 @@
-import { sweepSubmissions } from '../src/dte/submission.js';
+import { sweepSubmissions } from '../src/sii/submission.js';
 import { queues } from '../src/queue/boss.js';
 import { defineJob } from '../src/queue/runners.js';
 import { submissionDeps } from './dte-submit.js';

@@ -29,5 +29,5 @@ export const jobs: readonly JobDefinition<WorkerDeps>[] = [
   eventPurge,
 ];
 
-/** Every queue with its options, for the release step's migrate (src/db/migrate.ts). */
+/** Every queue with its options, for the release step's migrate (src/migrate.ts). */
 export const jobQueues = jobs.map((job) => job.queue);

@@ -7,7 +7,7 @@ import { createBoss } from '../src/queue/boss.js';
 import { work } from '../src/queue/runners.js';
 import { createMailer, type Mailer } from '../src/email/transport.js';
 import { onShutdown, SHUTDOWN_GRACE_MS } from '../src/shutdown.js';
-import { loadSecretBox, type SecretBox } from '../src/webhooks/secrets.js';
+import { loadSecretBox, type SecretBox } from '../src/secret-box.js';
 import { configureGateways } from '../src/checkout/providers/registry.js';
 import { createLogger, type Log } from '../src/logger.js';
 import { assertPatched, PG_BOSS } from '../src/db/driver-check.js';

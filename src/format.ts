@@ -1,4 +1,6 @@
-import type { Locale } from './invoices/schemas.js';
+/** The languages of documents, e-mails and pages (docs/decisions.md §3). */
+export const locales = ['es', 'en'] as const;
+export type Locale = (typeof locales)[number];
 
 const intlLocale: Record<Locale, string> = { es: 'es-CL', en: 'en-US' };
 

@@ -3,7 +3,7 @@ import { readEnvFile } from './env-file.js';
 import { anyMerchant } from './merchants/queries.js';
 import { startupGuide } from './startup-guide.js';
 import { openDatabase, openQueuePool } from './db/open.js';
-import { migrate } from './db/migrate.js';
+import { migrate } from './migrate.js';
 import { closeContext, createContext, startWeb } from './server.js';
 import { onShutdown } from './shutdown.js';
 import { startWorker } from '../jobs/worker.js';

@@ -64,14 +64,16 @@ function plainParts(value: BigNumberBase.Value): [string, string] | null {
   return [m[1]!.replace(/^0+(?=\d)/, ''), (m[2] ?? '').replace(/0+$/, '')];
 }
 
-/** Wire form: two decimals, four for CLF (a CLP amount is already whole). */
-export function formatAmount(value: BigNumberBase.Value, currency: string): string {
+// The API's string forms of numbers (wire*); what people read is src/format.ts's format*.
+
+/** An amount on the wire: two decimals, four for CLF (a CLP amount is already whole). */
+export function wireAmount(value: BigNumberBase.Value, currency: string): string {
   const places = currency === 'CLF' ? 4 : 2;
   return plainToFixed(value, places) ?? new Decimal(value).toFixed(places);
 }
 
 /** Like an amount, but a unit price may carry up to 4 decimals and none of them is dropped. */
-export function formatUnitPrice(value: BigNumberBase.Value, currency: string): string {
+export function wireUnitPrice(value: BigNumberBase.Value, currency: string): string {
   const min = currency === 'CLF' ? 4 : 2;
   const parts = plainParts(value);
   if (parts) return `${parts[0]}.${parts[1].padEnd(min, '0')}`;
@@ -79,18 +81,18 @@ export function formatUnitPrice(value: BigNumberBase.Value, currency: string): s
   return d.toFixed(Math.max(min, d.decimalPlaces() ?? 0));
 }
 
-export function formatQuantity(value: BigNumberBase.Value): string {
+export function wireQuantity(value: BigNumberBase.Value): string {
   const parts = plainParts(value);
   if (parts) return parts[1] ? `${parts[0]}.${parts[1]}` : parts[0];
   return new Decimal(value).toFixed();
 }
 
-export function formatRate(value: BigNumberBase.Value): string {
+export function wireRate(value: BigNumberBase.Value): string {
   return plainToFixed(value, 2) ?? new Decimal(value).toFixed(2);
 }
 
-export function formatExchangeRate(value: BigNumberBase.Value): string {
-  return formatQuantity(plainToFixed(value, 6) ?? new Decimal(value).toFixed(6));
+export function wireExchangeRate(value: BigNumberBase.Value): string {
+  return wireQuantity(plainToFixed(value, 6) ?? new Decimal(value).toFixed(6));
 }
 
 export function decimalPlaces(n: number): number {

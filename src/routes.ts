@@ -1,8 +1,8 @@
 import type { RouteDef } from './http/route.js';
 import { checkoutRoutes } from './checkout/routes.js';
 import { clientRoutes } from './clients/routes.js';
-import { eventRoutes } from './events/routes.js';
-import { dteRoutes } from './dte/routes.js';
+import { eventRoutes } from './webhooks/event-routes.js';
+import { dteRoutes } from './invoices/dte-routes.js';
 import { noteRoutes } from './invoices/note-routes.js';
 import { invoiceRoutes } from './invoices/routes.js';
 import { meRoutes } from './me/routes.js';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { loadConfig } from '../src/config.js';
-import { loadSecretBox } from '../src/webhooks/secrets.js';
+import { loadSecretBox } from '../src/secret-box.js';
 
 interface EnvEntry {
   description?: string;

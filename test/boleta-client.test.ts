@@ -6,11 +6,11 @@
 import t from 'tap';
 import { createServer, type AddressInfo } from 'node:net';
 import { create } from 'xmlbuilder2';
-import { boletaHosts, boletaOutcome, boletaStatusByFolio, boletaUploadStatus, getBoletaToken, uploadEnvioBoleta, type BoletaUploadStatus } from '../src/dte/boleta-client.js';
+import { boletaHosts, boletaOutcome, boletaStatusByFolio, boletaUploadStatus, getBoletaToken, uploadEnvioBoleta, type BoletaUploadStatus } from '../src/sii/boleta-client.js';
 import { readPkcs12 } from '../src/dte/certificate.js';
 import { SII_NAMESPACE } from '../src/dte/document.js';
 import { signElement } from '../src/dte/sign.js';
-import { signedSeed, SiiError, SiiTokenError } from '../src/dte/sii-client.js';
+import { signedSeed, SiiError, SiiTokenError } from '../src/sii/sii-client.js';
 import { merchantPkcs12 } from './helpers/dte-fixtures.js';
 import { BOLETA_USER_AGENT, startSiiBoletaStandin } from './helpers/sii-boleta-standin.js';
 

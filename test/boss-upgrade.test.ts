@@ -12,7 +12,7 @@ import PgBossV10 from 'pg-boss-v10';
 import { PgBoss } from 'pg-boss';
 import type { PgBoss as PgBossType } from 'pg-boss';
 import { createSql, type Sql } from '../src/db/client.js';
-import { migrate, migrationFiles } from '../src/db/migrate.js';
+import { migrate, migrationFiles } from '../src/migrate.js';
 import { projectRoot, sqlDir } from '../src/paths.js';
 import { executor } from '../src/queue/boss.js';
 import { loadConfig } from '../src/config.js';

@@ -16,7 +16,7 @@ import { expireCheckout } from '../src/checkout/expire.js';
 import { ProviderError } from '../src/checkout/providers/provider.js';
 import { invoiceUrls } from '../src/http/urls.js';
 import * as merchants from '../src/merchants/service.js';
-import { formatAmount } from '../src/money.js';
+import { wireAmount } from '../src/money.js';
 import { setRate } from '../src/rates/service.js';
 import { until } from './helpers/until.js';
 import { CANCEL, SUCCESS, checkoutBody, gatedProvider, holdConfirmations } from './helpers/checkout.js';
@@ -205,7 +205,7 @@ t.test('checkout', async (t) => {
     for (const [amount, currency, total] of [[1.1234, 'CLF', '1.1234'], [10.12, 'USD', '10.12']] as const) {
       const ok = await h.api('POST', '/checkout', { key, body: checkoutBody({ amount, currency }) });
       t.equal(ok.status, 201, `${currency} takes ${amount}`);
-      t.equal((await h.api('GET', `/invoices/${ok.body.invoice_id}`, { key })).body.total, formatAmount(total, currency));
+      t.equal((await h.api('GET', `/invoices/${ok.body.invoice_id}`, { key })).body.total, wireAmount(total, currency));
     }
     const currency = await h.api('POST', '/checkout', { key, body: checkoutBody({ currency: 'XYZ' }) });
     t.equal(currency.status, 400);

@@ -9,8 +9,8 @@ import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/app.js';
 import { ApiKeyStore } from '../src/http/auth.js';
 import { createBoss } from '../src/queue/boss.js';
-import type { AppContext } from '../src/context.js';
-import { loadSecretBox } from '../src/webhooks/secrets.js';
+import type { AppContext } from '../src/http/context.js';
+import { loadSecretBox } from '../src/secret-box.js';
 
 const ONE_MIB = 1024 * 1024;
 const SOME_UUID = '0191e4b2-7c1a-7000-8000-0000000000aa';

@@ -6,11 +6,11 @@ import {
   computeTotals,
   Decimal,
   decimalPlaces,
-  formatAmount,
-  formatExchangeRate,
-  formatQuantity,
-  formatRate,
-  formatUnitPrice,
+  wireAmount,
+  wireExchangeRate,
+  wireQuantity,
+  wireRate,
+  wireUnitPrice,
   isCurrency,
   precision,
   roundMoney,
@@ -121,30 +121,30 @@ t.test('unit: half-up exactly at the boundary', async (t) => {
 });
 
 t.test('unit: wire formats', async (t) => {
-  t.equal(formatAmount('11900', 'CLP'), '11900.00', 'CLP is whole pesos printed with two decimals');
-  t.equal(formatAmount('0', 'CLP'), '0.00');
-  t.equal(formatAmount('119', 'USD'), '119.00');
-  t.equal(formatAmount('0.1', 'USD'), '0.10');
-  t.equal(formatAmount('3.5', 'CLF'), '3.5000');
-  t.equal(formatAmount('0.0001', 'CLF'), '0.0001');
-  t.equal(formatAmount('1000000000000', 'EUR'), '1000000000000.00', 'no exponent notation');
-  t.equal(formatQuantity('2'), '2');
-  t.equal(formatQuantity('2.0000'), '2', 'trailing zeros of a numeric column are dropped');
-  t.equal(formatQuantity('1.50'), '1.5');
-  t.equal(formatQuantity('0.0001'), '0.0001');
-  t.equal(formatQuantity('1000000'), '1000000');
-  t.equal(formatRate('19'), '19.00');
-  t.equal(formatRate('0'), '0.00');
-  t.equal(formatRate('12.5'), '12.50');
-  t.equal(formatExchangeRate('950.25'), '950.25');
-  t.equal(formatExchangeRate('950.2500000'), '950.25');
-  t.equal(formatExchangeRate('950.1234564'), '950.123456');
-  t.equal(formatExchangeRate('950.1234565'), '950.123457', 'half-up at six decimals');
-  t.equal(formatExchangeRate('0.000001'), '0.000001');
-  t.equal(formatExchangeRate('39000'), '39000');
-  t.equal(formatUnitPrice('5000', 'CLP'), '5000.00');
-  t.equal(formatUnitPrice('0.1234', 'USD'), '0.1234', 'a unit price keeps its 4 decimals');
-  t.equal(formatUnitPrice('3.5', 'CLF'), '3.5000');
+  t.equal(wireAmount('11900', 'CLP'), '11900.00', 'CLP is whole pesos printed with two decimals');
+  t.equal(wireAmount('0', 'CLP'), '0.00');
+  t.equal(wireAmount('119', 'USD'), '119.00');
+  t.equal(wireAmount('0.1', 'USD'), '0.10');
+  t.equal(wireAmount('3.5', 'CLF'), '3.5000');
+  t.equal(wireAmount('0.0001', 'CLF'), '0.0001');
+  t.equal(wireAmount('1000000000000', 'EUR'), '1000000000000.00', 'no exponent notation');
+  t.equal(wireQuantity('2'), '2');
+  t.equal(wireQuantity('2.0000'), '2', 'trailing zeros of a numeric column are dropped');
+  t.equal(wireQuantity('1.50'), '1.5');
+  t.equal(wireQuantity('0.0001'), '0.0001');
+  t.equal(wireQuantity('1000000'), '1000000');
+  t.equal(wireRate('19'), '19.00');
+  t.equal(wireRate('0'), '0.00');
+  t.equal(wireRate('12.5'), '12.50');
+  t.equal(wireExchangeRate('950.25'), '950.25');
+  t.equal(wireExchangeRate('950.2500000'), '950.25');
+  t.equal(wireExchangeRate('950.1234564'), '950.123456');
+  t.equal(wireExchangeRate('950.1234565'), '950.123457', 'half-up at six decimals');
+  t.equal(wireExchangeRate('0.000001'), '0.000001');
+  t.equal(wireExchangeRate('39000'), '39000');
+  t.equal(wireUnitPrice('5000', 'CLP'), '5000.00');
+  t.equal(wireUnitPrice('0.1234', 'USD'), '0.1234', 'a unit price keeps its 4 decimals');
+  t.equal(wireUnitPrice('3.5', 'CLF'), '3.5000');
   t.equal(decimalPlaces(1.0001), 4);
   t.equal(decimalPlaces(1.00001), 5);
   t.equal(decimalPlaces(1e12), 0);
@@ -169,11 +169,11 @@ t.test('unit: wire formats of database text agree with Decimal, digit for digit'
     exchangeRate: (v: string) => new Decimal(new Decimal(v).toFixed(6)).toFixed(),
   };
   const agree = (v: string, c: string) =>
-    formatAmount(v, c) === viaDecimal.amount(v, c) &&
-    formatUnitPrice(v, c) === viaDecimal.unitPrice(v, c) &&
-    formatQuantity(v) === viaDecimal.quantity(v) &&
-    formatRate(v) === viaDecimal.rate(v) &&
-    formatExchangeRate(v) === viaDecimal.exchangeRate(v);
+    wireAmount(v, c) === viaDecimal.amount(v, c) &&
+    wireUnitPrice(v, c) === viaDecimal.unitPrice(v, c) &&
+    wireQuantity(v) === viaDecimal.quantity(v) &&
+    wireRate(v) === viaDecimal.rate(v) &&
+    wireExchangeRate(v) === viaDecimal.exchangeRate(v);
   // Digits biased to 0, 4, 5 and 9, where rounding and carries happen.
   const digits = (max: number) => fc.array(fc.constantFrom('0', '4', '5', '9', '1', '7'), { minLength: 1, maxLength: max }).map((d) => d.join(''));
   const plain = fc.tuple(digits(14), fc.option(digits(10), { nil: undefined })).map(([i, f]) => (f === undefined ? i : `${i}.${f}`));
@@ -182,10 +182,10 @@ t.test('unit: wire formats of database text agree with Decimal, digit for digit'
     t.ok(agree(v, 'USD') && agree(v, 'CLF'), v);
   }
   // Not database text: still exact, through Decimal.
-  t.equal(formatAmount(1e21, 'USD'), '1000000000000000000000.00');
-  t.equal(formatAmount('-1.005', 'USD'), '-1.01');
-  t.equal(formatQuantity('1e-7'), '0.0000001');
-  t.equal(formatUnitPrice(0.5, 'CLP'), '0.50');
+  t.equal(wireAmount(1e21, 'USD'), '1000000000000000000000.00');
+  t.equal(wireAmount('-1.005', 'USD'), '-1.01');
+  t.equal(wireQuantity('1e-7'), '0.0000001');
+  t.equal(wireUnitPrice(0.5, 'CLP'), '0.50');
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -266,10 +266,10 @@ t.test('property (unit): totals add up at the currency precision and match the r
         if (!got.subtotal.plus(got.taxTotal).eq(got.total)) return false;
       } else if (!got.total.eq(got.subtotal.plus(got.taxTotal))) return false;
       return (
-        formatAmount(got.subtotal, currency) === ref.subtotal &&
-        formatAmount(got.taxTotal, currency) === ref.tax_total &&
-        formatAmount(got.total, currency) === ref.total &&
-        got.lines.every((l, i) => formatAmount(l.total, currency) === ref.lines[i])
+        wireAmount(got.subtotal, currency) === ref.subtotal &&
+        wireAmount(got.taxTotal, currency) === ref.tax_total &&
+        wireAmount(got.total, currency) === ref.total &&
+        got.lines.every((l, i) => wireAmount(l.total, currency) === ref.lines[i])
       );
     }),
     { numRuns: 2000 },
@@ -902,10 +902,10 @@ t.test('property (unit): without discounts or exempt lines, §17 reduces to §2'
       const pr = P[currency];
       const zero = new Decimal(0);
       const sameAsOld =
-        formatAmount(got.subtotal, currency) === old.subtotal &&
-        formatAmount(got.taxTotal, currency) === old.tax_total &&
-        formatAmount(got.total, currency) === old.total &&
-        got.lines.every((l, i) => l.discount.isZero() && l.total.eq(l.gross) && formatAmount(l.total, currency) === old.lines[i]);
+        wireAmount(got.subtotal, currency) === old.subtotal &&
+        wireAmount(got.taxTotal, currency) === old.tax_total &&
+        wireAmount(got.total, currency) === old.total &&
+        got.lines.every((l, i) => l.discount.isZero() && l.total.eq(l.gross) && wireAmount(l.total, currency) === old.lines[i]);
       // An exempt invoice's lines are all exempt: its subtotal is exempt, not taxable.
       const split =
         mode === 'exempt'

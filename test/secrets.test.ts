@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { generateSecret, loadSecretBox, secretPrefix, SecretBox } from '../src/webhooks/secrets.js';
+import { generateSecret, secretPrefix } from '../src/webhooks/secrets.js';
+import { loadSecretBox, SecretBox } from '../src/secret-box.js';
 
 t.test('secrets look like Stripe’s and are all different', async (t) => {
   const seen = new Set<string>();

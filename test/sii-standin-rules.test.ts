@@ -10,7 +10,7 @@ import { readPkcs12 } from '../src/dte/certificate.js';
 import { SII_NAMESPACE } from '../src/dte/document.js';
 import { buildEnvioDte } from '../src/dte/envelope.js';
 import { signElement } from '../src/dte/sign.js';
-import { documentState, fetchToken, uploadEnvio, uploadState } from '../src/dte/sii-client.js';
+import { documentState, fetchToken, uploadEnvio, uploadState } from '../src/sii/sii-client.js';
 import { stampTimbre } from '../src/dte/ted.js';
 import { cafFile, DTE_PROFILE, merchantPkcs12, siiAuthority } from './helpers/dte-fixtures.js';
 import { startSiiStandin } from './helpers/sii-standin.js';

@@ -15,7 +15,7 @@ import { startHttpsReceiver } from './helpers/https-receiver.js';
 import { createCaller } from '../src/admin/router.js';
 import { createSql } from '../src/db/client.js';
 import { freePort } from '../src/db/embedded.js';
-import { migrationFiles } from '../src/db/migrate.js';
+import { migrationFiles } from '../src/migrate.js';
 import { newId } from '../src/ids.js';
 import * as merchants from '../src/merchants/service.js';
 import { sqlDir } from '../src/paths.js';

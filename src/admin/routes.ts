@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { fastifyTRPCPlugin, type FastifyTRPCPluginOptions } from '@trpc/server/adapters/fastify';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import { templatesDir } from '../paths.js';
 import { consoleBundlePath } from './console-bundle.js';
 import { appErrorOf } from './errors.js';

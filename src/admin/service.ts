@@ -6,7 +6,7 @@ import { iso, page } from '../http/schemas.js';
 import * as merchants from '../merchants/service.js';
 import { getMerchant } from '../merchants/queries.js';
 import { setRate } from '../rates/service.js';
-import { getEventText } from '../events/queries.js';
+import { getEventText } from '../webhooks/event-queries.js';
 import type { DeliveryDeps } from '../webhooks/delivery.js';
 import { endpointResource, listEventTypes } from '../webhooks/service.js';
 import { deliveryNotFound, replayDelivery } from '../webhooks/replay.js';

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { initTRPC } from '@trpc/server';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import { AppError } from '../errors.js';
 import type { DeliveryDeps } from '../webhooks/delivery.js';
 import { appErrorOf, toTRPCError } from './errors.js';

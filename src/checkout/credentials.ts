@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/client.js';
 import type { MerchantRow } from '../merchants/queries.js';
 import { AppError } from '../errors.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import { knownProvider } from './providers/registry.js';
 import type { Credentials, PaymentProvider } from './providers/provider.js';
 import * as q from './credentials-queries.js';

@@ -2,7 +2,7 @@ import type { Queryable, Sql } from '../db/client.js';
 import { enqueue, queues } from '../queue/boss.js';
 import { emitEvent } from '../events/emit.js';
 import { expireCheckoutInvoice, type InvoiceDeps } from '../invoices/transitions.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import { statusProviders } from './providers/registry.js';
 import { resolveByStatus } from './pay.js';
 import { checkoutResource } from './resource.js';

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId, randomToken } from '../ids.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import { openSession, providerFor } from './providers/registry.js';
 import type { Credentials, GatewayRedirect, PaymentProvider, SessionRequest } from './providers/provider.js';
 import { loadCredentials } from './credentials.js';

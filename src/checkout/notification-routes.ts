@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import { invoiceUrls } from '../http/urls.js';
 import { receiveNotification } from './notifications.js';
 

@@ -3,7 +3,7 @@ import type { Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { InvoiceDeps } from '../invoices/transitions.js';
 import { Decimal } from '../money.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import { loadCredentials } from './credentials.js';
 import { knownProvider, lookupPayment, providerFor } from './providers/registry.js';
 import { ProviderError, type Credentials, type Notification, type PaymentProvider } from './providers/provider.js';

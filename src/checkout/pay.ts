@@ -7,7 +7,7 @@ import { emitEvent } from '../events/emit.js';
 import { Decimal } from '../money.js';
 import { payByCheckout, recordCheckoutPayment, type InvoiceDeps } from '../invoices/transitions.js';
 import { paymentRecorded } from '../payments/queries.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import { confirmPayment, paymentStatus, providerFor } from './providers/registry.js';
 import type { CustomerAction, PaymentProvider, PaymentResult } from './providers/provider.js';
 import { loadCredentials } from './credentials.js';

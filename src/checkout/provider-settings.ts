@@ -3,7 +3,7 @@ import type { Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { clock } from '../clock.js';
 import { parseOrThrow } from '../http/validation.js';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 import * as merchants from '../merchants/service.js';
 import { required } from './credentials.js';
 import { providerFor } from './providers/registry.js';

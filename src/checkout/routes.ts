@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/route.js';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import { invoiceDeps } from '../invoices/routes.js';
 import * as s from './schemas.js';
 import { createCheckout, openCheckout, type OpeningDeps } from './open.js';

@@ -5,10 +5,11 @@
 // derived here and filled into the template, never typed there.
 import { configSchema } from '../config.js';
 import { errorCatalogue, type ErrorCode } from '../errors.js';
+import { errorDetails } from './error-details.js';
 import type { RouteDef } from '../http/route.js';
 import { scopes, type Scope } from '../http/scopes.js';
 import { eventTypes, type EventType } from '../events/emit.js';
-import { eventDataFields, eventSchemaName } from '../events/schemas.js';
+import { eventDataFields, eventSchemaName } from '../webhooks/event-schemas.js';
 import { DEFAULT_RETRY_SCHEDULE, DELIVERIES_PER_ENDPOINT } from '../webhooks/delivery.js';
 import { DELIVERY_TIMEOUT_MS, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
 import { RECOVER_MAX } from '../webhooks/recover.js';
@@ -57,7 +58,7 @@ export const tagDescriptions: Record<string, string> = {
 
 /** What `details` holds for a code, in words, from its declaration in the catalogue. */
 function detailsInWords(code: ErrorCode): string {
-  const json = toSchema(errorCatalogue[code].details, 'output', {});
+  const json = toSchema(errorDetails[code], 'output', {});
   const props = (json.properties ?? {}) as Record<string, JsonSchema>;
   const required = (json.required ?? []) as string[];
   const fields = Object.entries(props).map(([name, p]) => {

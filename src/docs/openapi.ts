@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from '../errors.js';
+import { errorDetails } from './error-details.js';
 import type { RouteDef } from '../http/route.js';
 import { timestamp } from '../http/schemas.js';
 import { API_PREFIX } from '../http/urls.js';
@@ -152,7 +153,7 @@ function errorEnvelope(code: ErrorCode) {
             'never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`',
           example: errorCatalogue[code].retry,
         }),
-      details: errorCatalogue[code].details,
+      details: errorDetails[code],
       request_id: z.string().meta({ description: 'Equals the X-Request-Id response header' }),
       path: z.string().meta({ description: 'Request path without the query string' }),
       timestamp,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import type { RouteDef } from '../http/route.js';
 import { API_PREFIX } from '../http/urls.js';
 import { guide } from './guide.js';

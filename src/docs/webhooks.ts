@@ -1,9 +1,9 @@
 // The OpenAPI 3.1 `webhooks` object: what each event's delivery to a merchant's endpoint carries
 // (headers, body) and what the receiver's answer means. The bodies are the zod schemas of
-// events/schemas.ts, which reuse the resources' own, so the document names every field a
+// webhooks/event-schemas.ts, which reuse the resources' own, so the document names every field a
 // receiver gets.
 import { eventTypeNames, eventTypes, type EventType } from '../events/emit.js';
-import { eventSchemas } from '../events/schemas.js';
+import { eventSchemas } from '../webhooks/event-schemas.js';
 import { DEFAULT_RETRY_SCHEDULE, USER_AGENT } from '../webhooks/delivery.js';
 import { DELIVERY_TIMEOUT_MS, RESPONSE_KEEP_BYTES, TEST_DELIVERY_TIMEOUT_MS } from '../webhooks/http-post.js';
 import type { Parameter } from './openapi.js';

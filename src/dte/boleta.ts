@@ -1,7 +1,6 @@
 // The boleta electrónica (39) and boleta no afecta o exenta (41) of docs/decisions.md §20: the consumer's
 // tax document, in SII's boleta schema (EnvioBOLETA_v11.xsd) rather than DTE_v10.xsd, with prices
 // that include VAT. From an invoice's rows to the signed EnvioBOLETA: CPU only, like issue.ts.
-import type { InvoiceItemRow, InvoiceWithItems } from '../invoices/queries.js';
 import { Decimal } from '../money.js';
 import type { SigningIdentity } from './certificate.js';
 import { documentId, dteElement, GENERIC_RUT, type GlobalDiscount, type Issuer, type Reference } from './document.js';
@@ -10,6 +9,7 @@ import { dteGlobalDiscount, pesos, siiTimestamp, type IssuedDte, type IssueInput
 import { signElement } from './sign.js';
 import { stampTimbre, type Timbre } from './ted.js';
 import { cut, latin1 } from './xml.js';
+import type { SourceInvoice, SourceItem } from './source.js';
 
 export type BoletaType = 39 | 41;
 
@@ -63,7 +63,7 @@ const decimal = (d: Decimal) => d.toFixed();
  * may have no such price at 6 decimals; it then states its amount alone, which the schema allows,
  * rather than figures that do not add up.
  */
-function statedLine(item: InvoiceItemRow, exempt: boolean, amount: Decimal, prices: Decimal[]): BoletaLine {
+function statedLine(item: SourceItem, exempt: boolean, amount: Decimal, prices: Decimal[]): BoletaLine {
   const quantity = new Decimal(item.quantity);
   const discounted = !new Decimal(item.discount_amount).isZero();
   const base = { description: item.description, exempt, amount: amount.toFixed(0) };
@@ -87,7 +87,7 @@ function statedLine(item: InvoiceItemRow, exempt: boolean, amount: Decimal, pric
  * invoice's lines are gross already and add up as they are. A global discount on a 39 is stated
  * in pesos with VAT, the one form whose amount the SII computes back without rounding anew.
  */
-export function boletaDteContent(invoice: InvoiceWithItems, type: BoletaType, folio: number, issuer: Issuer): BoletaContent {
+export function boletaDteContent(invoice: SourceInvoice, type: BoletaType, folio: number, issuer: Issuer): BoletaContent {
   const total = new Decimal(pesos(invoice.total));
   const exempt = new Decimal(pesos(invoice.exempt_amount));
   const common = {
@@ -98,7 +98,7 @@ export function boletaDteContent(invoice: InvoiceWithItems, type: BoletaType, fo
     consumer: { name: invoice.client_name.trim() || null, email: invoice.client_email.trim() || null },
     references: invoice.references.map((r) => ({ type: r.type, folio: r.folio, date: r.date, reason: r.reason })),
   };
-  const asIs = (item: InvoiceItemRow, exemptLine: boolean) => statedLine(item, exemptLine, new Decimal(pesos(item.line_total)), [new Decimal(item.unit_price)]);
+  const asIs = (item: SourceItem, exemptLine: boolean) => statedLine(item, exemptLine, new Decimal(pesos(item.line_total)), [new Decimal(item.unit_price)]);
   const global = { percent: invoice.global_discount_percent, amount: invoice.global_discount_amount, description: invoice.global_discount_description };
 
   if (type === 41) {

@@ -1,12 +1,12 @@
 // A tax document (an invoice's, a note's), from its rows to the signed EnvioDTE: CPU only, so it runs inside
 // the sending transaction.
-import type { InvoiceItemRow, InvoiceRow, InvoiceWithItems } from '../invoices/queries.js';
 import { Decimal } from '../money.js';
 import type { SigningIdentity } from './certificate.js';
 import { buildDte, documentId, GENERIC_RUT, timbreFields, type DteContent, type GlobalDiscount, type Issuer, type Line, type Receiver } from './document.js';
 import { buildEnvioDte } from './envelope.js';
 import { signElement } from './sign.js';
 import { stampTimbre } from './ted.js';
+import type { SourceClient, SourceInvoice, SourceItem } from './source.js';
 
 /** The issuer as a document states it, with the resolution it issues under and its time zone. */
 export type IssuerSetup = Issuer & { resolucionNumero: number; resolucionFecha: string; timezone: string };
@@ -59,7 +59,7 @@ export function hasCompanyRut(rut: string | null): rut is string {
 }
 
 /** The receiver as the invoice keeps its client, under the RUT its documents are addressed to. */
-export function invoiceReceiver(invoice: InvoiceRow, rut: string): Receiver {
+export function invoiceReceiver(invoice: SourceClient, rut: string): Receiver {
   return {
     rut,
     name: invoice.client_name,
@@ -74,7 +74,7 @@ export function invoiceReceiver(invoice: InvoiceRow, rut: string): Receiver {
 
 /** Lines as the SII states them, from rows that hold them as an invoice does. */
 /** A line as an invoice or a note holds it; a note's corrected text has no quantity or price. */
-type LineRow = Pick<InvoiceItemRow, 'description' | 'discount_percent' | 'discount_amount' | 'exempt' | 'line_total'> & { quantity: string | null; unit_price: string | null };
+type LineRow = Pick<SourceItem, 'description' | 'discount_percent' | 'discount_amount' | 'exempt' | 'line_total'> & { quantity: string | null; unit_price: string | null };
 
 export function dteLines(items: LineRow[], taxExempt: boolean): Line[] {
   return items.map((it) => ({
@@ -96,7 +96,7 @@ export function dteGlobalDiscount(g: { percent: string | null; amount: string | 
 }
 
 /** The invoice's own tax document (33 or 34): its lines and totals as they are (docs/tax-documents.md), nothing recomputed. */
-export function invoiceDteContent(invoice: InvoiceWithItems & { client_rut: string }, type: 33 | 34, folio: number, issuer: Issuer): DteContent {
+export function invoiceDteContent(invoice: SourceInvoice & { client_rut: string }, type: 33 | 34, folio: number, issuer: Issuer): DteContent {
   return {
     type,
     folio,

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/client.js';
-import { invoiceEmailSources, type EmailRow } from './queries.js';
-import { disabledReason, renderEmail, type EmailKind } from './render.js';
+import { invoiceEmailSources } from './queries.js';
+import type { EmailRow } from '../email-queue/queries.js';
+import { disabledReason, renderEmail } from './render.js';
 import { formatDate, formatMoney } from '../format.js';
 import { getNote, noteDteXml } from '../invoices/note-queries.js';
 import { getInvoiceWithItems } from '../invoices/queries.js';
@@ -13,7 +14,7 @@ import { getMerchant } from '../merchants/queries.js';
 import { asChargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { issuedInvoicePdf, printNote } from '../pdf/store.js';
-import { noteEmailData, noteKindOf } from './note-email.js';
+import { noteEmailData, noteKindOf } from '../invoices/note-email.js';
 import { dteFilename } from '../dte/document.js';
 
 export interface ComposeDeps {
@@ -100,7 +101,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
       paid_on: formatDate(r.paid_at.slice(0, 10), locale),
     });
   }
-  const rendered = renderEmail(email.kind as EmailKind, locale, vars, {
+  const rendered = renderEmail(email.kind, locale, vars, {
     customMessage,
     // docs/decisions.md §11: the button offers to pay only where the hosted page can take the payment.
     canPay: merchant.can_charge,

@@ -1,6 +1,7 @@
 import { clock } from '../clock.js';
 import type { Sql, Tx } from '../db/client.js';
-import { claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim, type EmailRow } from './queries.js';
+import { claimFreshEmail, EmailInFlightError, findEmail, markSent, markSkipped, recordFailure, renewEmailClaim } from './queries.js';
+import type { EmailRow } from '../email-queue/queries.js';
 import { composeEmail, type ComposeDeps, type ComposedEmail } from './compose.js';
 import type { Mailer } from './transport.js';
 import { keepClaim, type ClaimKeeper } from '../queue/claim-keeper.js';

@@ -4,9 +4,8 @@ import Handlebars from 'handlebars';
 import { templatesDir } from '../paths.js';
 import type { Locale } from '../invoices/schemas.js';
 import type { LegalProfile } from '../merchants/legal-profile.js';
-import type { NoteEmailKind } from './note-email.js';
+import type { EmailKind } from '../email-queue/queries.js';
 
-export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled' | NoteEmailKind;
 export type DisabledReason = 'consecutive_failures' | 'gone';
 
 interface KindStrings {

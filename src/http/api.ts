@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { AppContext } from '../context.js';
+import type { AppContext } from './context.js';
 import { type ApiKey, type AuthContext, ipAllowed } from './auth.js';
 import { ConcurrencyLimiter } from './concurrency.js';
 import { RateLimiter, secondsUntilReset, type RateLimitState } from './rate-limit.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ErrorCode } from '../errors.js';
 import type { Scope } from './scopes.js';
 import type { AuthContext } from './auth.js';
-import type { AppContext } from '../context.js';
+import type { AppContext } from './context.js';
 import type { Queryable, Tx } from '../db/client.js';
 
 export interface RouteResult<T = unknown> {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { AppContext } from './context.js';
 import type { Config } from '../config.js';
 
 export const API_PREFIX = '/api/v1/external';

@@ -3,8 +3,9 @@
 // up to, and its event. POST /cancel, a checkout's expiry and the notes routes all issue here.
 import { clock } from '../clock.js';
 import type { Queryable } from '../db/client.js';
-import { issueNoteDte, noteTarget } from '../dte/service.js';
-import { queueNoteEmail } from '../email/note-email.js';
+import { noteTarget } from '../dte/service.js';
+import { issueNoteDte } from './tax-document.js';
+import { queueNoteEmail } from './note-email.js';
 import { emitEvent } from '../events/emit.js';
 import { newId } from '../ids.js';
 import { Decimal } from '../money.js';

@@ -1,5 +1,5 @@
 import { iso } from '../http/schemas.js';
-import { formatAmount, formatQuantity, formatRate, formatUnitPrice } from '../money.js';
+import { wireAmount, wireQuantity, wireRate, wireUnitPrice } from '../money.js';
 import type { CreditNoteResource, DebitNoteResource } from './note-schemas.js';
 import type { NoteRow } from './note-queries.js';
 import type { Urls } from './resource.js';
@@ -22,19 +22,19 @@ function common(row: NoteRow, urls: Urls) {
       id: it.id,
       item_id: it.invoice_item_id,
       description: it.description,
-      quantity: it.quantity === null ? null : formatQuantity(it.quantity),
-      unit_price: it.unit_price === null ? null : formatUnitPrice(it.unit_price, row.currency),
-      discount_percent: it.discount_percent === null ? null : formatRate(it.discount_percent),
-      discount_amount: formatAmount(it.discount_amount, row.currency),
+      quantity: it.quantity === null ? null : wireQuantity(it.quantity),
+      unit_price: it.unit_price === null ? null : wireUnitPrice(it.unit_price, row.currency),
+      discount_percent: it.discount_percent === null ? null : wireRate(it.discount_percent),
+      discount_amount: wireAmount(it.discount_amount, row.currency),
       exempt: it.exempt,
-      line_total: formatAmount(it.line_total, row.currency),
+      line_total: wireAmount(it.line_total, row.currency),
     })),
-    subtotal: formatAmount(row.subtotal, row.currency),
-    taxable_amount: formatAmount(row.taxable_amount, row.currency),
-    exempt_amount: formatAmount(row.exempt_amount, row.currency),
-    discount_total: formatAmount(row.discount_total, row.currency),
-    tax_total: formatAmount(row.tax_total, row.currency),
-    total: formatAmount(row.total, row.currency),
+    subtotal: wireAmount(row.subtotal, row.currency),
+    taxable_amount: wireAmount(row.taxable_amount, row.currency),
+    exempt_amount: wireAmount(row.exempt_amount, row.currency),
+    discount_total: wireAmount(row.discount_total, row.currency),
+    tax_total: wireAmount(row.tax_total, row.currency),
+    total: wireAmount(row.total, row.currency),
     dte_folio: row.dte_folio,
     dte_status: row.dte_status,
     dte_track_id: row.dte_track_id,

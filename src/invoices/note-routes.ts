@@ -1,5 +1,5 @@
 import { defineRoute } from '../http/route.js';
-import { dteXmlAnswer } from '../dte/routes.js';
+import { dteXmlAnswer } from './dte-routes.js';
 import * as s from './note-schemas.js';
 import * as notes from './notes.js';
 import { invoiceDeps } from './routes.js';

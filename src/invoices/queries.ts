@@ -15,31 +15,18 @@ import {
   type NewInvoice,
 } from './columns.js';
 import type { InvoiceStatus } from './schemas.js';
+import type { SourceItem, SourceReference } from '../dte/source.js';
 
 export type { ListedInvoice, NewInvoice } from './columns.js';
 
-export interface InvoiceItemRow {
+/** An item as stored: what its tax document reads, and its own identity. */
+export interface InvoiceItemRow extends SourceItem {
   id: string;
   product_id: string | null;
-  description: string;
-  quantity: string;
-  unit_price: string;
-  /** Percent off the line's gross amount, or null; discount_amount is what was taken off either way. */
-  discount_percent: string | null;
-  discount_amount: string;
-  exempt: boolean;
-  line_total: string;
 }
 
 /** A reference to another document (docs/tax-documents.md): the SII's Referencia. */
-export interface DocumentReference {
-  /** The SII's TpoDocRef: 801 (orden de compra), 802, 803, HES, SET or a DTE type. */
-  type: string;
-  folio: string;
-  /** YYYY-MM-DD. */
-  date: string;
-  reason: string | null;
-}
+export type DocumentReference = SourceReference;
 
 export interface InvoiceRow {
   id: string;
@@ -241,20 +228,4 @@ export async function listInvoices(db: Queryable, merchantId: string, f: Invoice
  */
 export async function markCheckoutInvoice(db: Queryable, merchantId: string, invoiceId: string): Promise<void> {
   await db`UPDATE invoices SET source = 'checkout' WHERE merchant_id = ${merchantId} AND id = ${invoiceId}`;
-}
-
-export async function findRate(db: Queryable, merchantId: string, currency: string, onOrBefore: string): Promise<string | null> {
-  const rows = await db<{ rate: string }[]>`
-    SELECT rate::text AS rate FROM exchange_rates
-     WHERE merchant_id = ${merchantId} AND currency = ${currency}
-       AND rate_date BETWEEN ${onOrBefore}::date - 7 AND ${onOrBefore}::date
-     ORDER BY rate_date DESC LIMIT 1`;
-  return rows[0]?.rate ?? null;
-}
-
-export async function upsertRate(db: Queryable, merchantId: string, currency: string, date: string, rate: string): Promise<void> {
-  await db`
-    INSERT INTO exchange_rates (merchant_id, currency, rate_date, rate)
-    VALUES (${merchantId}, ${currency}, ${date}::date, ${rate}::numeric)
-    ON CONFLICT (merchant_id, currency, rate_date) DO UPDATE SET rate = EXCLUDED.rate`;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { QueuedEmail } from '../email/outbox.js';
+import type { QueuedEmail } from '../email-queue/queue.js';
 import { iso } from '../http/schemas.js';
-import { formatAmount } from '../money.js';
+import { wireAmount } from '../money.js';
 import type { InvoiceRow } from './queries.js';
 
 /**
@@ -13,7 +13,7 @@ export type ReceiptData = z.infer<typeof receiptData>;
 
 /** The receipt of the payment that paid `invoice`, once per payment. */
 export function receiptEmail(invoice: InvoiceRow, paymentId: string, paidAt: Date): QueuedEmail {
-  const data: ReceiptData = { payment_id: paymentId, amount: formatAmount(invoice.total, invoice.currency), paid_at: iso(paidAt)! };
+  const data: ReceiptData = { payment_id: paymentId, amount: wireAmount(invoice.total, invoice.currency), paid_at: iso(paidAt)! };
   return {
     merchant_id: invoice.merchant_id,
     invoice_id: invoice.id,

@@ -4,7 +4,7 @@ import { defineRoute } from '../http/route.js';
 import { listOf, page } from '../http/schemas.js';
 import { invoiceUrls } from '../http/urls.js';
 import { parseOrThrow } from '../http/validation.js';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import type { Tx } from '../db/client.js';
 import { prepareRates, createInvoice } from './create.js';
 import * as read from './read.js';

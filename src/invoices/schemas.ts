@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { decimalPlaces } from '../money.js';
+import { locales } from '../format.js';
 import { createClientBody } from '../clients/schemas.js';
 import { link, multiLine, oneLine, oneLineCheck, pagingQuery, timestamp, uuid } from '../http/schemas.js';
 
 export const invoiceStatuses = ['draft', 'sent', 'viewed', 'paid', 'overdue', 'cancelled'] as const;
 export type InvoiceStatus = (typeof invoiceStatuses)[number];
 
-export const locale = z.enum(['es', 'en']);
-export type Locale = z.infer<typeof locale>;
+export const locale = z.enum(locales);
+export type { Locale } from '../format.js';
 
 function maxDecimals(n: number) {
   return (v: number) => decimalPlaces(v) <= n;

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { iso } from '../http/schemas.js';
-import { formatAmount } from '../money.js';
+import { wireAmount } from '../money.js';
 import * as q from './queries.js';
 import type { PaymentResource } from './schemas.js';
 
@@ -14,7 +14,7 @@ export function paymentResource(row: q.PaymentRow): PaymentResource {
     id: row.id,
     invoice_id: row.invoice_id,
     invoice_number: row.invoice_number,
-    amount: formatAmount(row.amount, row.currency),
+    amount: wireAmount(row.amount, row.currency),
     currency: row.currency,
     method: row.method,
     provider: row.provider,

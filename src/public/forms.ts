@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { SecretBox } from '../webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 
 // A form carries one short field; anything bigger is not from our pages.
 const FORM_BODY_LIMIT = 4096;

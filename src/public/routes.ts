@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Handlebars from 'handlebars';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../http/context.js';
 import { toAppError } from '../http/envelope.js';
 import { invoiceUrls } from '../http/urls.js';
 import { publicInvoiceUrl } from '../invoices/public-url.js';

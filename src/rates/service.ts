@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable, Sql } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { Decimal } from '../money.js';
-import { findRate, upsertRate } from '../invoices/queries.js';
+import { findRate, upsertRate } from './queries.js';
 
 const PROVIDER_TIMEOUT_MS = 5_000;
 // A bulk call can need up to 50 rates; a few questions at a time spare the provider a burst.

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/client.js';
-import type { EventRow } from '../events/queries.js';
+import type { EventRow } from './event-queries.js';
 
 export interface EndpointRow {
   id: string;

@@ -1,5 +1,5 @@
 import type { EventType } from '../events/emit.js';
-import type { EventData } from '../events/schemas.js';
+import type { EventData } from './event-schemas.js';
 import { newId, randomToken } from '../ids.js';
 import { checkoutResource } from '../checkout/resource.js';
 import type { CheckoutRow } from '../checkout/queries.js';

@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import { invoiceUrls } from '../http/urls.js';
 import { buildEvent, eventTypes, type EventType } from '../events/emit.js';
-import { getEventTexts } from '../events/queries.js';
+import { getEventTexts } from './event-queries.js';
 import { checkWebhookUrl } from './address-guard.js';
 import { attemptDelivery, enqueueFirstAttempts, maxAttempts, transactOn, type DeliveryDeps } from './delivery.js';
 import { TEST_DELIVERY_TIMEOUT_MS } from './http-post.js';

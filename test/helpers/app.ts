@@ -3,13 +3,13 @@ import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/app.js';
 import { ApiKeyStore } from '../../src/http/auth.js';
 import { API_PREFIX } from '../../src/http/urls.js';
-import type { AppContext } from '../../src/context.js';
+import type { AppContext } from '../../src/http/context.js';
 import type { Sql } from '../../src/db/client.js';
 import * as merchants from '../../src/merchants/service.js';
 import type { Scope } from '../../src/http/scopes.js';
 import { createTestDatabase } from './db.js';
 import { createBoss } from '../../src/queue/boss.js';
-import { loadSecretBox } from '../../src/webhooks/secrets.js';
+import { loadSecretBox } from '../../src/secret-box.js';
 import { startWorker, type Worker } from '../../jobs/worker.js';
 
 interface Teardown {

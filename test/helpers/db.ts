@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../../src/db/client.js';
-import { migrate, migrationFiles } from '../../src/db/migrate.js';
+import { migrate, migrationFiles } from '../../src/migrate.js';
 import { jobQueues } from '../../jobs/index.js';
 
 // Any constant: it only serialises template creation between test processes.

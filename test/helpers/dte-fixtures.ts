@@ -13,7 +13,7 @@ import type { Config } from '../../src/config.js';
 import type { Sql } from '../../src/db/client.js';
 import { addCaf, addCertificate } from '../../src/dte/service.js';
 import { setTaxProfile } from '../../src/merchants/service.js';
-import type { SecretBox } from '../../src/webhooks/secrets.js';
+import type { SecretBox } from '../../src/secret-box.js';
 
 const { asn1, pki } = forge;
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort, startEmbedded, type EmbeddedDb } from '../../src/db/embedded.js';
 import { createSql, type Sql } from '../../src/db/client.js';
-import { migrate } from '../../src/db/migrate.js';
+import { migrate } from '../../src/migrate.js';
 import { jobQueues } from '../../jobs/index.js';
 
 export interface PrivatePostgres {

@@ -6,7 +6,7 @@ import { TEST_ENV, type TestApp } from './app.js';
 import { ApiKeyStore } from '../../src/http/auth.js';
 import { buildApp, type BuildOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppContext } from '../../src/context.js';
+import type { AppContext } from '../../src/http/context.js';
 
 /** Captures a real pino logger's output: each line parsed, Buffers turned back into their text. */
 export function logCapture() {

@@ -3,14 +3,13 @@
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import type { Queryable } from '../db/client.js';
-import type { NoteKind, NoteRow } from '../invoices/note-queries.js';
-import type { InvoiceRow } from '../invoices/queries.js';
-import { queueEmail } from './outbox.js';
+import type { NoteKind, NoteRow } from './note-queries.js';
+import type { InvoiceRow } from './queries.js';
+import { queueEmail } from '../email-queue/queue.js';
+import type { EmailKind } from '../email-queue/queries.js';
 
 /** The e-mail kind of each kind of note. */
-const KINDS = { credit: 'credit_note', debit: 'debit_note' } as const satisfies Record<NoteKind, string>;
-
-export type NoteEmailKind = (typeof KINDS)[NoteKind];
+const KINDS = { credit: 'credit_note', debit: 'debit_note' } as const satisfies Record<NoteKind, EmailKind>;
 
 /** The note an e-mail of a note's kind is about, or null for an e-mail of another kind. */
 export function noteKindOf(kind: string): NoteKind | null {

@@ -1,8 +1,8 @@
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
-import * as q from './queries.js';
-import type { ListEventsQuery } from './schemas.js';
-import type { EventRecord } from './emit.js';
+import * as q from './event-queries.js';
+import type { ListEventsQuery } from './event-schemas.js';
+import type { EventRecord } from '../events/emit.js';
 
 export function eventNotFound(id: string): AppError {
   return new AppError('event_not_found', `No event ${id}.`);

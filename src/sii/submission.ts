@@ -14,15 +14,15 @@ import { getInvoice } from '../invoices/read.js';
 import type { Urls } from '../invoices/resource.js';
 import { getMerchant } from '../merchants/queries.js';
 import { enqueue, queues } from '../queue/boss.js';
-import type { SecretBox } from '../webhooks/secrets.js';
-import { buildEnvioBoleta } from './boleta.js';
+import type { SecretBox } from '../secret-box.js';
+import { buildEnvioBoleta } from '../dte/boleta.js';
 import { boletaHosts, boletaOutcome, boletaStatusByFolio, boletaUploadStatus, getBoletaToken, uploadEnvioBoleta, type BoletaHosts } from './boleta-client.js';
-import type { SigningIdentity } from './certificate.js';
-import { buildEnvioDte, type Caratula, type SignedDte } from './envelope.js';
-import { siiTimestamp } from './issue.js';
+import type { SigningIdentity } from '../dte/certificate.js';
+import { buildEnvioDte, type Caratula, type SignedDte } from '../dte/envelope.js';
+import { siiTimestamp } from '../dte/issue.js';
 import { documentState, fetchToken, SII_HOSTS, SiiError, SiiTokenError, uploadEnvio, uploadState, type UploadState } from './sii-client.js';
-import { openIdentity } from './service.js';
-import * as q from './queries.js';
+import { openIdentity, queueSubmission } from '../dte/service.js';
+import * as q from '../dte/queries.js';
 
 export interface SubmissionDeps {
   sql: Sql;
@@ -172,10 +172,6 @@ const BOLETA: Channel = {
     (await boletaStatusByFolio(s.boleta.api, t, { rutCompany: s.rut, tipo: d.dte_type, folio: d.folio, monto: d.total, fechaEmision: d.issue_date })).received,
 };
 
-/** Enqueues the merchant's submission in the caller's transaction (the one that issued a document). */
-export async function queueSubmission(db: Queryable, boss: PgBoss, merchantId: string): Promise<void> {
-  await enqueue(boss, db, queues.dteSubmit.name, { merchant_id: merchantId }, { group: { id: merchantId } });
-}
 
 /**
  * Through each channel, every upload of the merchant whose answer is owed is settled first; then

@@ -3,7 +3,7 @@
 // as XML), the EnvioBOLETA upload on its own host (multipart, TOKEN cookie, a JSON answer), the
 // upload's state by track id (estadistica and detalle_rep_rech) and one boleta's state by its data.
 import type { Config } from '../config.js';
-import type { SigningIdentity } from './certificate.js';
+import type { SigningIdentity } from '../dte/certificate.js';
 import { call, parse, rutParts, signedSeed, SiiError, SiiTokenError, text } from './sii-client.js';
 
 export interface BoletaHosts {

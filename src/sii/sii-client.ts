@@ -4,8 +4,8 @@
 // by track id) and QueryEstDte (the state of one document by its data).
 import { DOMParser, type Element } from '@xmldom/xmldom';
 import { create } from 'xmlbuilder2';
-import type { SigningIdentity } from './certificate.js';
-import { signDocument } from './sign.js';
+import type { SigningIdentity } from '../dte/certificate.js';
+import { signDocument } from '../dte/sign.js';
 
 export const SII_HOSTS = { certificacion: 'https://maullin.sii.cl', produccion: 'https://palena.sii.cl' } as const;
 

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Sql } from './client.js';
-import { sqlDir as SQL_DIR } from '../paths.js';
+import type { Sql } from './db/client.js';
+import { sqlDir as SQL_DIR } from './paths.js';
 import type { Queue } from 'pg-boss';
-import { migrateQueues } from '../queue/boss-upgrade.js';
+import { migrateQueues } from './queue/boss-upgrade.js';
 
 // Any constant works; it only has to be the same for every process that migrates.
 const MIGRATION_LOCK = 727_001;

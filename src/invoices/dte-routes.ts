@@ -1,6 +1,6 @@
 import { defineRoute } from '../http/route.js';
-import { invoiceIdParams } from '../invoices/schemas.js';
-import { invoiceDteXml } from './service.js';
+import { invoiceIdParams } from './schemas.js';
+import { invoiceDteXml } from '../dte/service.js';
 
 /** A signed EnvioDTE as a download: the invoice's and each note's. */
 export function dteXmlAnswer(xml: { content: Buffer; filename: string }) {

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/client.js';
-import type { EventType } from './emit.js';
+import type { EventType } from '../events/emit.js';
 
 /** A stored event: its body as written (json keeps the text, so the key order, as delivered). */
 export interface StoredEvent {

@@ -1,8 +1,8 @@
-import type { Config } from './config.js';
-import type { Sql } from './db/client.js';
-import type { ApiKeyStore } from './http/auth.js';
+import type { Config } from '../config.js';
+import type { Sql } from '../db/client.js';
+import type { ApiKeyStore } from './auth.js';
 import type { PgBoss } from 'pg-boss';
-import type { SecretBox } from './webhooks/secrets.js';
+import type { SecretBox } from '../secret-box.js';
 
 /** What every layer is handed: configuration and the database; nothing global. */
 export interface AppContext {

@@ -5,7 +5,7 @@ import { clientResource } from '../clients/schemas.js';
 import { creditNoteResource, debitNoteResource } from '../invoices/note-schemas.js';
 import { invoiceResource, reminderResource } from '../invoices/schemas.js';
 import { paymentResource } from '../payments/schemas.js';
-import { eventTypeNames, eventTypes, type EventType } from './emit.js';
+import { eventTypeNames, eventTypes, type EventType } from '../events/emit.js';
 
 // docs/decisions.md §10: `data.object` is the resource as its GET returns it, so each event's data reuses
 // the schema that documents that GET's answer.

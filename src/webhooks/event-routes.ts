@@ -1,6 +1,6 @@
 import { defineRoute } from '../http/route.js';
-import * as s from './schemas.js';
-import * as service from './service.js';
+import * as s from './event-schemas.js';
+import * as service from './event-service.js';
 
 export const eventRoutes = [
   defineRoute({
