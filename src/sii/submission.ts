@@ -5,30 +5,23 @@
 // holds a transaction. Facturas and notes go as an EnvioDTE to the SOAP upload, boletas as an
 // EnvioBOLETA to the boleta REST service (docs/decisions.md §20): each upload goes through one channel.
 import type { PgBoss } from 'pg-boss';
-import type { Config } from '../config.js';
-import type { Queryable, Sql } from '../db/client.js';
+import type { Queryable } from '../db/client.js';
 import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { emitEvent } from '../events/emit.js';
 import { getInvoice } from '../invoices/read.js';
 import type { Urls } from '../invoices/resource.js';
-import { getMerchant } from '../merchants/queries.js';
 import { enqueue, queues } from '../queue/boss.js';
-import type { SecretBox } from '../secret-box.js';
-import { buildEnvioBoleta } from '../dte/boleta.js';
-import { boletaHosts, boletaOutcome, boletaStatusByFolio, boletaUploadStatus, getBoletaToken, uploadEnvioBoleta, type BoletaHosts } from './boleta-client.js';
-import type { SigningIdentity } from '../dte/certificate.js';
-import { buildEnvioDte, type Caratula, type SignedDte } from '../dte/envelope.js';
+import { boletaOutcome, boletaUploadStatus } from './boleta-client.js';
 import { siiTimestamp } from '../dte/issue.js';
-import { documentState, fetchToken, SII_HOSTS, SiiError, SiiTokenError, uploadEnvio, uploadState, type UploadState } from './sii-client.js';
-import { openIdentity, queueSubmission } from '../dte/service.js';
-import * as q from '../dte/queries.js';
+import { documentState, SiiError, SiiTokenError, uploadState, type UploadState } from './sii-client.js';
+import { queueSubmission } from '../dte/service.js';
+import * as q from './queries.js';
+import { BOLETA, boletaTokens, DOCUMENT_RECEIVED, sender, SOAP, soapTokens, token, withToken, type Channel, type Claimed, type Sender, type SenderDeps } from './channels.js';
+import type { DocumentRow } from '../dte/queries.js';
 
-export interface SubmissionDeps {
-  sql: Sql;
+export interface SubmissionDeps extends SenderDeps {
   boss: PgBoss;
-  secrets: SecretBox;
-  config: Pick<Config, 'SII_BASE_URL' | 'SII_BOLETA_API_URL' | 'SII_BOLETA_UPLOAD_URL'>;
   urls: Urls;
 }
 
@@ -39,138 +32,13 @@ const LEASE_MS = 120_000;
 const UPLOAD_SETTLE_MS = 15 * 60_000;
 // Polls of an upload's state, in seconds after the upload and then between polls.
 const POLL_SCHEDULE = [3, 10, 30, 60, 120, 300, 600, 1800, 3600];
-// SII's tokens live for a while with use; a token older than this is not reused.
-const TOKEN_TTL_MS = 30 * 60_000;
 
 // QueryEstUp's states (LibreDTE's reading of SII's manual): EPR processed (counts per type say the
 // outcome), RLV/RPR accepted with objections, these rejected, and the rest still under way.
 const UPLOAD_REJECTED = new Set(['RSC', 'RCH', 'RPT', 'RFR', 'VOF', 'RCT']);
 const UPLOAD_OBJECTIONS = new Set(['RLV', 'RPR']);
 const UPLOAD_UNDER_WAY = new Set(['REC', 'SOK', 'FOK', 'PDR', 'PRD', 'CRT', '-11', '-8', '004', '005', '007', '106', '107']);
-// QueryEstDte's states that say SII has the document (received, or modified or cancelled by a
-// note since), and those that say it has not.
-const DOCUMENT_RECEIVED = new Set(['DOK', 'DNK', 'TMD', 'TMC', 'MMD', 'MMC', 'AND', 'ANC', 'FAN']);
-const DOCUMENT_UNKNOWN = new Set(['FAU', 'FNA']);
 
-interface Sender {
-  merchantId: string;
-  /** The SOAP services'. */
-  base: string;
-  boleta: BoletaHosts;
-  rut: string;
-  identity: SigningIdentity;
-  resolucionNumero: number;
-  resolucionFecha: string;
-  timezone: string;
-}
-
-async function sender(deps: SubmissionDeps, merchantId: string): Promise<Sender> {
-  const merchant = await getMerchant(deps.sql, merchantId);
-  const setup = await q.signingSetup(deps.sql, merchantId);
-  if (!merchant?.rut || !merchant.sii_env || merchant.resolucion_numero === null || !merchant.resolucion_fecha || !setup) {
-    throw new Error(`merchant ${merchantId} has documents to submit but no longer the DTE setup to sign them`);
-  }
-  return {
-    merchantId,
-    base: (deps.config.SII_BASE_URL ?? SII_HOSTS[merchant.sii_env]).replace(/\/+$/, ''),
-    boleta: boletaHosts(merchant.sii_env, deps.config),
-    rut: merchant.rut,
-    identity: openIdentity(deps.secrets, setup.sealed_pkcs12),
-    resolucionNumero: merchant.resolucion_numero,
-    resolucionFecha: merchant.resolucion_fecha,
-    timezone: merchant.timezone,
-  };
-}
-
-/** Where a token of the merchant's certificate comes from: the SOAP services and the boleta service each issue their own. */
-interface TokenSource {
-  key: string;
-  fetch(): Promise<string>;
-}
-
-// Keyed by service too: a token of one is no use to the other, whatever hosts the configuration names.
-const soapTokens = (s: Sender): TokenSource => ({ key: `soap|${s.base}|${s.identity.certificateBase64}`, fetch: () => fetchToken(s.base, s.identity) });
-const boletaTokens = (s: Sender): TokenSource => ({
-  key: `boleta|${s.boleta.api}|${s.identity.certificateBase64}`,
-  fetch: () => getBoletaToken(s.boleta.api, s.identity),
-});
-
-const tokens = new Map<string, { token: string; until: number }>();
-
-/** A token: the cached one while it lasts, else a new one. */
-async function token(source: TokenSource, renew = false): Promise<string> {
-  const cached = tokens.get(source.key);
-  if (cached && cached.until > Date.now() && !renew) return cached.token;
-  const fresh = await source.fetch();
-  tokens.set(source.key, { token: fresh, until: Date.now() + TOKEN_TTL_MS });
-  return fresh;
-}
-
-/** The call with a token, once more with a new token when SII refuses the cached one. */
-async function withToken<T>(source: TokenSource, fn: (token: string) => Promise<T>): Promise<T> {
-  try {
-    return await fn(await token(source));
-  } catch (err) {
-    if (!(err instanceof SiiTokenError)) throw err;
-    return fn(await token(source, true));
-  }
-}
-
-/** The intent: the waiting documents in a new signed envelope, committed before any call. */
-interface Claimed {
-  id: string;
-  envio: Buffer;
-  documentIds: string[];
-}
-
-/** One of SII's ways in: what its envelope is, how it goes up, how a lost upload's documents are asked about. */
-interface Channel {
-  name: q.Channel;
-  perEnvelope: number;
-  envelope(c: Caratula, dtes: SignedDte[], identity: SigningIdentity): Buffer;
-  tokens(s: Sender): TokenSource;
-  /** The track id SII gives the upload. */
-  upload(s: Sender, token: string, claimed: Claimed): Promise<string>;
-  /** Whether SII has the document (of an upload whose answer was lost); throws when SII says neither. */
-  received(s: Sender, token: string, doc: q.DocumentRow): Promise<boolean>;
-}
-
-const SOAP: Channel = {
-  name: 'soap',
-  // SII takes large envelopes; this keeps one upload, and one failure, small.
-  perEnvelope: 50,
-  envelope: buildEnvioDte,
-  tokens: soapTokens,
-  upload: (s, t, claimed) => uploadEnvio(s.base, t, { sender: s.identity.subjectRut, company: s.rut, envio: claimed.envio, filename: `EnvioDTE-${claimed.id}.xml` }),
-  received: async (s, t, d) => {
-    const state = await documentState(s.base, t, {
-      querier: s.identity.subjectRut,
-      company: s.rut,
-      receiver: d.receiver_rut,
-      type: d.dte_type,
-      folio: d.folio,
-      issueDate: d.issue_date,
-      total: d.total,
-    });
-    if (!DOCUMENT_RECEIVED.has(state.code) && !DOCUMENT_UNKNOWN.has(state.code)) {
-      throw new SiiError(`SII answered the state of document ${d.dte_type}/${d.folio} with ${state.code} ${state.glosa}`, true);
-    }
-    return DOCUMENT_RECEIVED.has(state.code);
-  },
-};
-
-const BOLETA: Channel = {
-  name: 'boleta',
-  // The EnvioBOLETA schema's limit (docs/decisions.md §20): a merchant's waiting boletas travel together.
-  perEnvelope: 500,
-  envelope: buildEnvioBoleta,
-  tokens: boletaTokens,
-  upload: async (s, t, claimed) =>
-    (await uploadEnvioBoleta(s.boleta.upload, t, { rutSender: s.identity.subjectRut, rutCompany: s.rut, filename: `EnvioBOLETA-${claimed.id}.xml`, bytes: claimed.envio }))
-      .trackid,
-  received: async (s, t, d) =>
-    (await boletaStatusByFolio(s.boleta.api, t, { rutCompany: s.rut, tipo: d.dte_type, folio: d.folio, monto: d.total, fechaEmision: d.issue_date })).received,
-};
 
 
 /**
@@ -274,7 +142,7 @@ async function settleLostUploads(deps: SubmissionDeps, s: Sender, channel: Chann
     if (!sub) return;
     try {
       const docs = (await q.submissionDocuments(deps.sql, sub.id)).filter((d) => d.status === 'uploading');
-      const states: { doc: q.DocumentRow; received: boolean }[] = [];
+      const states: { doc: DocumentRow; received: boolean }[] = [];
       for (const d of docs) states.push({ doc: d, received: await withToken(channel.tokens(s), (token) => channel.received(s, token, d)) });
       const unknown = states.filter((x) => !x.received).map((x) => x.doc.id);
       const settled = unknown.length === 0 || clock.now().getTime() - sub.uploaded_at.getTime() >= UPLOAD_SETTLE_MS;
@@ -298,7 +166,7 @@ async function settleLostUploads(deps: SubmissionDeps, s: Sender, channel: Chann
 async function finish(
   tx: Queryable,
   deps: SubmissionDeps,
-  doc: q.DocumentRow,
+  doc: DocumentRow,
   status: 'accepted' | 'accepted_with_objections' | 'rejected',
   reason: string | null,
   now: Date,
