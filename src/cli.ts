@@ -11,7 +11,7 @@ import { configureProvider } from './checkout/provider-settings.js';
 import { loadSecretBox } from './secret-box.js';
 import { setRate } from './rates/service.js';
 import { clock, dateInZone } from './clock.js';
-import { isCurrency } from './money.js';
+import { CURRENCY_RULE, isCurrency } from './money.js';
 import type { Sql } from './db/client.js';
 import { readEnvFile } from './env-file.js';
 import { listOutbox, NO_OUTBOX, outboxDir, showOutboxMessage } from './email/outbox-files.js';
@@ -155,7 +155,7 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
       const merchantId = required(values, 'merchant');
       const currency = required(values, 'currency').toUpperCase();
       const rate = required(values, 'rate');
-      if (!isCurrency(currency)) throw AppError.validation([{ path: '--currency', message: 'not a supported currency' }]);
+      if (!isCurrency(currency)) throw AppError.validation([{ path: '--currency', message: CURRENCY_RULE }]);
       if (!/^\d+(\.\d+)?$/.test(rate) || Number(rate) <= 0) throw AppError.validation([{ path: '--rate', message: 'must be a positive decimal' }]);
       const merchant = (await merchants.listMerchants(sql)).find((m) => m.id === merchantId);
       if (!merchant) throw AppError.validation([{ path: '--merchant', message: 'no such merchant' }]);

@@ -19,6 +19,9 @@ export const currencies = {
 
 export type Currency = keyof typeof currencies;
 
+/** The rule a currency breaks, in the words of every message that refuses one (API and CLI alike). */
+export const CURRENCY_RULE = `must be one of ${Object.keys(currencies).join(', ')}`;
+
 export function isCurrency(code: string): code is Currency {
   return Object.hasOwn(currencies, code);
 }

@@ -150,3 +150,26 @@ t.test('the CLI says the same words as the API', async (t) => {
   const resolucion = await runCli(h.dbUrl, 'merchants', 'set-tax-profile', '--merchant', merchant.id, '--rut', '76.086.428-5', '--razon-social', 'Andes SpA', '--giro', 'Servicios', '--direccion', 'Av. Uno 1', '--comuna', 'Santiago', '--ciudad', 'Santiago', '--resolucion-numero', '1000000', '--resolucion-fecha', '2026-01-01');
   t.same(resolucion.out.error.details.errors, [{ path: 'resolucion_numero', message: 'must be between 0 and 999999' }]);
 });
+
+t.test('an unsupported currency is refused with the currencies that are supported, by the API and the CLI', async (t) => {
+  const h = await testApp(t);
+  const merchant = await h.merchant({ payment_provider: 'sandbox' });
+  const { key } = await h.key(['*'], { merchantId: merchant.id });
+  const rule = 'must be one of CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN, PEN';
+
+  const created = await h.api('POST', '/invoices', { key, body: invoice({}, { currency: 'XYZ' }) });
+  t.equal(created.status, 400);
+  t.equal(created.body.code, 'currency_not_supported');
+  t.match(created.body.message, rule, 'POST /invoices names the supported currencies');
+
+  const checkout = await h.api('POST', '/checkout', {
+    key,
+    body: { amount: 1000, currency: 'XYZ', description: 'Pedido', customer_email: 'a@b.cl', customer_name: 'A', success_url: 'https://shop.example.cl/ok', cancel_url: 'https://shop.example.cl/no' },
+  });
+  t.equal(checkout.body.code, 'currency_not_supported');
+  t.match(checkout.body.message, rule, 'POST /checkout names the supported currencies');
+
+  const rate = await runCli(h.dbUrl, 'rates', 'set', '--merchant', merchant.id, '--currency', 'XYZ', '--rate', '950');
+  t.equal(rate.code, 1);
+  t.same(rate.out.error.details.errors, [{ path: '--currency', message: rule }], 'the CLI, the same words');
+});

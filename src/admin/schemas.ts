@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Decimal, isCurrency } from '../money.js';
+import { CURRENCY_RULE, Decimal, isCurrency } from '../money.js';
 import { deliveryStatuses, eventType } from '../webhooks/schemas.js';
 import { REPLAY_FAILED_MAX } from '../webhooks/replay.js';
 import { paymentInstructionsInput, taxProfileInput } from '../merchants/service.js';
@@ -87,7 +87,7 @@ export const setRateInput = z.strictObject({
   currency: z
     .string()
     .transform((c) => c.toUpperCase())
-    .refine(isCurrency, 'not a supported currency'),
+    .refine(isCurrency, CURRENCY_RULE),
   // A string keeps every digit a person typed; a number is accepted for convenience.
   rate: z
     .union([z.number(), z.string().regex(/^\d+(\.\d+)?$/, 'must be a positive decimal')])
@@ -103,7 +103,7 @@ export const rateListInput = z.strictObject({
   currency: z
     .string()
     .transform((c) => c.toUpperCase())
-    .refine(isCurrency, 'not a supported currency')
+    .refine(isCurrency, CURRENCY_RULE)
     .optional(),
   limit: pageLimit,
   offset,

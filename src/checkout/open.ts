@@ -3,7 +3,7 @@ import { AppError } from '../errors.js';
 import { clock, dateInZone } from '../clock.js';
 import type { MerchantSettings } from '../http/auth.js';
 import { getMerchant } from '../merchants/queries.js';
-import { Decimal, decimalPlaces, isCurrency, precision } from '../money.js';
+import { CURRENCY_RULE, Decimal, decimalPlaces, isCurrency, precision } from '../money.js';
 import { createInvoice, prepareRates } from '../invoices/create.js';
 import { sendInvoice, type InvoiceDeps } from '../invoices/transitions.js';
 import type { CreateInvoiceInput } from '../invoices/schemas.js';
@@ -50,7 +50,7 @@ function checkoutInvoice(input: CreateCheckoutInput, currency: string, today: st
 export async function openCheckout(sql: Sql, merchant: MerchantSettings, input: CreateCheckoutInput, deps: OpeningDeps): Promise<OpenedSession> {
   const currency = (input.currency ?? merchant.base_currency).toUpperCase();
   if (!isCurrency(currency)) {
-    throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported.`, { details: { currency: input.currency } });
+    throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported: currency ${CURRENCY_RULE}.`, { details: { currency: input.currency } });
   }
   if (decimalPlaces(input.amount) > precision(currency)) {
     throw amountError(`must have at most ${precision(currency)} decimals for ${currency}`);

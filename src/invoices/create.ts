@@ -3,7 +3,7 @@ import { AppError } from '../errors.js';
 import { clock, dateInZone } from '../clock.js';
 import { newId, randomToken } from '../ids.js';
 import type { MerchantSettings } from '../http/auth.js';
-import { computeTotals, decimalPlaces, isCurrency, precision, type Currency, type Totals } from '../money.js';
+import { computeTotals, CURRENCY_RULE, decimalPlaces, isCurrency, precision, type Currency, type Totals } from '../money.js';
 import { findOrCreateClient } from '../clients/service.js';
 import { emitEvent, subscriptionCheck } from '../events/emit.js';
 import { exchangeRate, fetchMissingRates, type RateNeed } from '../rates/service.js';
@@ -102,7 +102,7 @@ export async function prepareRates(sql: Sql, merchant: MerchantSettings, inputs:
 export async function createInvoice(db: Queryable, merchant: MerchantSettings, input: CreateInvoiceInput, deps: InvoiceDeps): Promise<q.InvoiceRow> {
   const currency = invoiceCurrency(merchant, input);
   if (!isCurrency(currency)) {
-    throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported.`, { details: { currency: input.currency } });
+    throw new AppError('currency_not_supported', `Currency ${input.currency} is not supported: currency ${CURRENCY_RULE}.`, { details: { currency: input.currency } });
   }
   const now = clock.now();
   const issued = issueDate(merchant, input, now);
