@@ -2,8 +2,8 @@
 // tool of this repository, not part of the package (see `files`): it reads the server's routes.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript';
-import { buildOpenApi, type JsonSchema } from '../src/docs/openapi.js';
+import openapiTS, { astToString, COMMENT_HEADER, stringToAST, type OpenAPI3, type OpenAPITSOptions } from 'openapi-typescript';
+import { buildOpenApi, RETRY_PATTERN, type JsonSchema } from '../src/docs/openapi.js';
 import { docsRoutes } from '../src/docs/routes.js';
 import { apiRoutes } from '../src/routes.js';
 
@@ -18,9 +18,18 @@ function servedDocument(publicBaseUrl = 'http://localhost:3000'): JsonSchema {
   return buildOpenApi(apiRoutes, publicBaseUrl, docsRoutes);
 }
 
+type TypeNode = NonNullable<ReturnType<NonNullable<OpenAPITSOptions['postTransform']>>>;
+
+// openapi-typescript prints a string's pattern as `string`; the error envelope's `retry` is one
+// of three forms, so its pattern becomes the type that says them, and a client can switch on it.
+const retryType = (stringToAST('type Retry = "never" | "safe" | `after_seconds:${number}`;')[0] as { type: TypeNode }).type;
+
 /** The `paths`, `webhooks` and `components` types of a document, as openapi-typescript prints them. */
 export async function typesOf(document: JsonSchema): Promise<string> {
-  const ast = await openapiTS(document as unknown as OpenAPI3, { silent: true });
+  const ast = await openapiTS(document as unknown as OpenAPI3, {
+    silent: true,
+    transform: (schema) => (schema.type === 'string' && 'pattern' in schema && schema.pattern === RETRY_PATTERN ? retryType : undefined),
+  });
   return `${COMMENT_HEADER.replace(' */', ' * Regenerate it with `npm run client:generate`.\n */')}${astToString(ast)}`;
 }
 

@@ -1332,7 +1332,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /** @description Every bad field, each `{ path, message }` */
                 errors: components["schemas"]["FieldError"][];
@@ -1360,7 +1360,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The currency as sent
@@ -1391,7 +1391,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /**
              * @example {
              *       "provider": "sandbox"
@@ -1433,7 +1433,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1459,7 +1459,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1485,7 +1485,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1511,7 +1511,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The scope the route needs
@@ -1543,7 +1543,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example safe
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1569,7 +1569,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example after_seconds:5
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1595,7 +1595,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1621,7 +1621,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example after_seconds:60
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1647,7 +1647,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example safe
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1673,7 +1673,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example safe
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1699,7 +1699,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example after_seconds:300
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The currency of the invoice
@@ -1861,7 +1861,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -1899,7 +1899,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The invoice's status now
@@ -1936,7 +1936,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The invoice's status now
@@ -1977,7 +1977,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The invoice's status now
@@ -2150,7 +2150,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2176,7 +2176,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2313,7 +2313,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2369,7 +2369,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The e-mail another client of yours already has, as sent
@@ -2400,7 +2400,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2481,7 +2481,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2507,7 +2507,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The account's payment provider
@@ -2538,7 +2538,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The account's payment provider
@@ -2569,7 +2569,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example safe
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             details: {
                 /**
                  * @description The account's payment provider
@@ -2600,7 +2600,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2645,12 +2645,13 @@ export interface components {
         DteSummary: {
             /** @description True when the merchant issues Chilean tax documents: its tax profile is complete for them, and it has a signing certificate and CAFs */
             enabled: boolean;
-            /** @description Folios left to issue per document type (33 factura, 34 factura exenta, 39 boleta, 41 boleta exenta, 61 nota de crédito), from the CAFs loaded */
+            /** @description Folios left to issue per document type (33 factura, 34 factura exenta, 39 boleta, 41 boleta exenta, 56 nota de débito, 61 nota de crédito), from the CAFs loaded */
             folios_left: {
                 33: number;
                 34: number;
                 39: number;
                 41: number;
+                56: number;
                 61: number;
             };
         };
@@ -2692,7 +2693,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2747,7 +2748,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /**
              * @example {
              *       "errors": [
@@ -2809,7 +2810,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */
@@ -2891,7 +2892,7 @@ export interface components {
              * @description never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`
              * @example never
              */
-            retry: string;
+            retry: "never" | "safe" | `after_seconds:${number}`;
             /** @description Always null: this code carries no details. The generated TypeScript type is `null | false`; `false` is never sent */
             details: null | false;
             /** @description Equals the X-Request-Id response header */

@@ -14,7 +14,7 @@ import { clock, dateInZone } from './clock.js';
 import { CURRENCY_RULE, isCurrency } from './money.js';
 import type { Sql } from './db/client.js';
 import { readEnvFile } from './env-file.js';
-import { listOutbox, NO_OUTBOX, outboxDir, showOutboxMessage } from './email/outbox-files.js';
+import { listOutbox, NO_OUTBOX, outboxDir, outboxListText, outboxMessageText, showOutboxMessage } from './email/outbox-files.js';
 
 const USAGE = `Usage: npm run --silent cli -- <command>
 
@@ -34,10 +34,11 @@ const USAGE = `Usage: npm run --silent cli -- <command>
   rates set --merchant ID --currency USD --rate 950.25 [--date YYYY-MM-DD]
   dte certificate add --merchant ID --file F.p12 --password-env VAR
   dte caf add --merchant ID --file caf.xml
-  outbox list                  development's e-mails ($DATA_DIR/outbox, no SMTP_URL), newest first
-  outbox show ID               one of them: From, To, Subject, Date, text, HTML, attachments
+  outbox list [--json]         development's e-mails ($DATA_DIR/outbox, no SMTP_URL), newest first
+  outbox show ID [--json]      one of them: From, To, Subject, Date, attachments, text, HTML,
+                               and the .html page to open in a browser
 
-Every command prints JSON.`;
+Every command prints JSON; outbox prints text a person reads, or JSON with --json.`;
 
 const options = {
   name: { type: 'string' },
@@ -69,6 +70,7 @@ const options = {
   file: { type: 'string' },
   'password-env': { type: 'string' },
   clear: { type: 'boolean' },
+  json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -184,11 +186,12 @@ async function run(sql: Sql, [group, action, ...rest]: string[], values: Values)
   }
 }
 
-async function outbox(dir: string, [action, id]: string[]): Promise<unknown> {
-  if (action === 'list') return listOutbox(dir);
+async function outbox(dir: string, [action, id]: string[], json: boolean): Promise<string> {
+  const print = <T>(value: T, text: (v: T) => string) => (json ? `${JSON.stringify(value, null, 2)}\n` : text(value));
+  if (action === 'list') return print(await listOutbox(dir), outboxListText);
   if (action === 'show') {
     if (!id) throw AppError.validation([{ path: 'ID', message: 'is required' }]);
-    return showOutboxMessage(dir, id);
+    return print(await showOutboxMessage(dir, id), outboxMessageText);
   }
   throw AppError.validation([{ path: 'command', message: `unknown command "${['outbox', action].filter(Boolean).join(' ')}"` }], 400, USAGE);
 }
@@ -212,8 +215,7 @@ async function main(): Promise<number> {
       process.stderr.write(`${NO_OUTBOX}\n`);
       return 1;
     }
-    const out = await outbox(outboxDir(config), positionals.slice(1));
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    process.stdout.write(await outbox(outboxDir(config), positionals.slice(1), values.json === true));
     return 0;
   }
   // A database that cannot start is no command's error: its one line says what to do, as `npm start` prints it.

@@ -237,6 +237,7 @@ t.test('checkout', async (t) => {
     const unknown = await h.api('POST', '/checkout', { key, body: checkoutBody() });
     t.equal(unknown.status, 400);
     t.equal(unknown.body.code, 'invalid_provider');
+    t.match(unknown.body.message, /retired-gateway is not available: use one of .*\bsandbox\b/);
   });
 
   t.test('provider failures: 503 provider_unavailable is retry-safe (the same Idempotency-Key then succeeds); others map to their codes', async (t) => {

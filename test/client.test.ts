@@ -61,10 +61,25 @@ t.test("the README's TypeScript client example compiles under tsc --strict again
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({
       compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom'], types: ['node'], strict: true, noEmit: true },
-      files: ['example.ts'],
+      files: ['example.ts', 'retry.ts'],
     }),
   );
   await writeFile(path.join(dir, 'example.ts'), example ?? '');
+  // The package types `retry` by its pattern: an integrator switches on its three forms.
+  await writeFile(
+    path.join(dir, 'retry.ts'),
+    `import { createInvoicingClient } from '@invoicing/client';
+const api = createInvoicingClient({ baseUrl: 'http://localhost:3000', apiKey: 'k' });
+const got = await api.GET('/api/v1/external/me');
+if (got.error) {
+  const retry: 'never' | 'safe' | \`after_seconds:\${number}\` = got.error.retry;
+  // @ts-expect-error a string of another form is no retry
+  const later: typeof got.error.retry = 'later';
+  console.log(retry, later, got.error.details);
+}
+export {};
+`,
+  );
   // The package and @types/node, installed as in an integrator's project.
   await symlink(path.resolve('node_modules'), path.join(dir, 'node_modules'), 'dir');
   const tsc = path.resolve('sdk/node_modules/typescript/bin/tsc');

@@ -167,7 +167,7 @@ t.test('DTE', async (t) => {
 
   t.test('GET /me: DTE enabled and the folios left per type', async (t) => {
     const me = await h.api('GET', '/me', { key });
-    t.same(me.body.dte, { enabled: true, folios_left: { 33: 1, 34: 4, 39: 0, 41: 0, 61: 0 } });
+    t.same(me.body.dte, { enabled: true, folios_left: { 33: 1, 34: 4, 39: 0, 41: 0, 56: 0, 61: 0 } });
   });
 
   t.test('no folio left: the send is refused with merchant_misconfigured and nothing changes', async (t) => {
@@ -204,7 +204,7 @@ t.test('DTE', async (t) => {
     const invoice = (await h.api('GET', `/invoices/${created.body.invoice_id}`, { key: plain.key })).body;
     t.match(invoice, { dte_type: null, dte_folio: null, dte_status: null, dte_track_id: null });
     t.equal((await dteXml(h, plain.key, invoice.id)).status, 404);
-    t.same((await h.api('GET', '/me', { key: plain.key })).body.dte, { enabled: false, folios_left: { 33: 0, 34: 0, 39: 0, 41: 0, 61: 0 } });
+    t.same((await h.api('GET', '/me', { key: plain.key })).body.dte, { enabled: false, folios_left: { 33: 0, 34: 0, 39: 0, 41: 0, 56: 0, 61: 0 } });
     const other = await dteXml(h, plain.key, (await h.sql`SELECT id FROM invoices WHERE merchant_id = ${merchantId} AND dte_folio = 1 LIMIT 1`)[0]!.id);
     t.match(other.json, { code: 'invoice_not_found' }, "another merchant's invoice is not found");
   });

@@ -29,6 +29,7 @@ t.test("the issue's examples name the rule they broke", async (t) => {
     ['limit=ten', 'limit', 'must be a number'],
     ['offset=-1', 'offset', 'must be at least 0'],
     ['status=unpaid', 'status', 'must be one of draft, sent, viewed, paid, overdue, cancelled'],
+    ['limit=10&limit=20', 'limit', 'must be given once'],
   ];
   for (const [qs, path, message] of query) {
     const res = await h.api('GET', `/invoices?${qs}`, { key });

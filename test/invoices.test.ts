@@ -665,6 +665,14 @@ t.test('invoices', async (t) => {
     t.equal(got.body.external_reference, 'third');
   });
 
+  t.test('bulk: an item that is no invoice at all is named by its place', async (t) => {
+    const { key } = await h.key(['*']);
+    const res = await h.api('POST', '/invoices/bulk', { key, body: { invoices: [body(), 'not an invoice'] } });
+    t.equal(res.status, 200);
+    t.match(res.body, { total: 2, succeeded: 1, failed: 1 });
+    t.same(res.body.results[1].details.errors, [{ path: 'invoices[1]', message: 'must be an object' }]);
+  });
+
   t.test('bulk: per-item business failures', async (t) => {
     const { key, merchantId } = await h.key(['*']);
     const res = await h.api('POST', '/invoices/bulk', {

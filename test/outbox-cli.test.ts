@@ -20,8 +20,14 @@ async function outboxCli(env: Record<string, string>, ...args: string[]): Promis
   );
 }
 
-async function json(env: Record<string, string>, ...args: string[]): Promise<any> {
+async function text(env: Record<string, string>, ...args: string[]): Promise<string> {
   const r = await outboxCli(env, ...args);
+  if (r.code !== 0) throw new Error(`outbox ${args.join(' ')} exited with ${r.code}: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function json(env: Record<string, string>, ...args: string[]): Promise<any> {
+  const r = await outboxCli(env, ...args, '--json');
   if (r.code !== 0) throw new Error(`outbox ${args.join(' ')} exited with ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -71,6 +77,21 @@ t.test('an invoice e-mail the worker wrote to the outbox, listed and shown by th
   t.same(shown.attachments, [{ filename: 'INV-000001.pdf', content_type: 'application/pdf', size: parsed.attachments[0]!.size }]);
   t.ok(shown.attachments[0].size > 1000, 'the PDF has its size');
   t.same(await json(env, 'show', eml!), shown, 'the file name works as the id too');
+  t.equal(shown.page, path.join(outbox, eml!.replace(/\.eml$/, '.html')), 'the HTML part has its page');
+  t.equal(await readFile(shown.page, 'utf8'), parsed.html, 'the page is the HTML part as sent');
+
+  // Without --json, as a person reads them: a line per message, then the message itself.
+  const lines = (await text(env, 'list')).trimEnd().split('\n');
+  t.equal(lines.length, 1);
+  t.equal(lines[0], `${entry.date}  ${entry.to}  ${entry.subject}  [INV-000001.pdf]  ${entry.id}`);
+  const readable = await text(env, 'show', entry.id);
+  t.ok(readable.startsWith(`From:        ${shown.from}\nTo:          ${entry.to}\nSubject:     ${entry.subject}\n`), 'the headers first');
+  t.match(readable, /\nAttachments: INV-000001\.pdf \(application\/pdf \d+ KB\)\n/);
+  t.match(readable, `\nPage:        ${shown.page} (open it in a browser)\n`);
+  t.match(readable, `── Text `);
+  t.ok(readable.includes(parsed.text!.trim()), 'the text part as sent');
+  t.ok(readable.includes(`── HTML `) && readable.includes(parsed.html as string), 'the HTML as it is, not escaped');
+  t.notMatch(readable, /\\n|\\"/, 'no JSON escapes');
 });
 
 t.test('newest first; older .eml files without a summary are listed by name', async (t) => {
@@ -92,11 +113,14 @@ t.test('newest first; older .eml files without a summary are listed by name', as
   );
   t.match(list[2], { id: '2025-06-01T00-00-00-000Z-old@localhost', attachments: [], note: /open the \.eml/ });
   t.match(await json({ DATA_DIR: dataDir }, 'show', list[0].id), { subject: 'Segundo', text: null, html: '<p>dos</p>', attachments: [] });
+  t.match(await json({ DATA_DIR: dataDir }, 'show', list[1].id), { subject: 'Primero', html: null, page: null });
+  t.match(await text({ DATA_DIR: dataDir }, 'show', list[2].id), /\nNote: {8}written before the outbox kept a summary/);
 });
 
 t.test('no outbox, an empty one, an unknown id, SMTP', async (t) => {
   const dataDir = t.testdir();
   t.same(await json({ DATA_DIR: path.join(dataDir, 'never') }, 'list'), [], 'a missing outbox lists nothing');
+  t.equal(await text({ DATA_DIR: path.join(dataDir, 'never') }, 'list'), 'The outbox is empty.\n');
   await mkdir(path.join(dataDir, 'outbox'));
   t.same(await json({ DATA_DIR: dataDir }, 'list'), [], 'an empty one too');
 

@@ -93,6 +93,7 @@ t.test('webpay', async (t) => {
     t.equal(unset.out.error.details.errors[0].path, '--api-key-env');
     const unknown = await runCli(h.dbUrl, 'merchants', 'set-provider', '--merchant', m.id, '--payment-provider', 'paypal');
     t.equal(unknown.out.error.code, 'invalid_provider');
+    t.match(unknown.out.error.message, /^The payment provider paypal is not available: use one of [a-z, ]*\bwebpay\b/, 'the refusal names the providers there are');
     t.equal((await h.api('GET', '/me', { key })).body.can_charge, true, 'refused changes changed nothing');
 
     const admin = createCaller({ app: h.ctx, authorization: `Bearer ${ADMIN_TOKEN}` });

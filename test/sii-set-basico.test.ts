@@ -231,4 +231,6 @@ t.test('a company in certificación issues the basic set through the API and the
   for (const [i, u] of uploaded.entries()) assertValid(t, u.envio_xml, 'EnvioDTE', `upload ${i + 1}: the EnvioDTE sent to the SII validates`);
   t.match((await h.api('GET', `/credit-notes/${caso6.body.id}`, { key })).body, { dte_status: 'accepted' }, "a note shows its DTE's status");
   t.match((await h.api('GET', `/debit-notes/${caso8.body.id}`, { key })).body, { dte_status: 'accepted' });
+  // Four facturas, three credit notes and one debit note took their folios from ten of each.
+  t.same((await h.api('GET', '/me', { key })).body.dte.folios_left, { 33: 6, 34: 0, 39: 0, 41: 0, 56: 9, 61: 7 }, 'GET /me counts every type left, 56 included');
 });

@@ -138,19 +138,21 @@ export function errorSchemaName(code: ErrorCode): string {
  * The one error envelope (spec, Errors) as one code answers it: `code` fixed, `details` as the
  * catalogue declares it for that code, so a typed client narrows on `code` and reads the details.
  */
+/** What every error's `retry` matches. */
+export const RETRY_PATTERN = '^(never|safe|after_seconds:[0-9]+)$';
+
 function errorEnvelope(code: ErrorCode) {
   return z
     .object({
       code: z.literal(code).meta({ description: 'Stable identifier: branch on it, not on message' }),
       message: z.string().meta({ description: 'Prose; may be reworded' }),
-      // openapi-typescript prints a pattern as `string` (no template literal type), so the
-      // description states the pattern too: it reaches the generated type's doc comment.
+      // The description states the pattern too, for readers of the document; the client's
+      // generator (sdk/generate.ts) types this pattern as the template literal it allows.
       retry: z
         .string()
-        .regex(/^(never|safe|after_seconds:[0-9]+)$/)
+        .regex(new RegExp(RETRY_PATTERN))
         .meta({
-          description:
-            'never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): `^(never|safe|after_seconds:[0-9]+)$`',
+          description: `never (fix the request), safe (retry with backoff), or after_seconds:N (wait N seconds): \`${RETRY_PATTERN}\``,
           example: errorCatalogue[code].retry,
         }),
       details: errorDetails[code],

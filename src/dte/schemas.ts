@@ -10,10 +10,10 @@ export const dteSummary = z
       description: "True when the merchant issues Chilean tax documents: its tax profile is complete for them, and it has a signing certificate and CAFs",
     }),
     folios_left: z
-      .object({ 33: folios, 34: folios, 39: folios, 41: folios, 61: folios })
+      .object({ 33: folios, 34: folios, 39: folios, 41: folios, 56: folios, 61: folios })
       .meta({
         description:
-          'Folios left to issue per document type (33 factura, 34 factura exenta, 39 boleta, 41 boleta exenta, 61 nota de crédito), from the CAFs loaded',
+          'Folios left to issue per document type (33 factura, 34 factura exenta, 39 boleta, 41 boleta exenta, 56 nota de débito, 61 nota de crédito), from the CAFs loaded',
       }),
   })
   .meta({ id: 'DteSummary' });

@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../config.js';
@@ -6,8 +6,9 @@ import { AppError } from '../errors.js';
 
 // Development's outbox (no SMTP_URL): each message is `<time>-<message id>.eml`, as sent, beside
 // `<same name>.json`, what a person reads of it (written from the message the app composed, so
-// nothing here parses MIME: mailparser is a dev dependency only). `npm run cli -- outbox list|show`
-// reads the summaries; the .eml stays the message itself, for a mail client.
+// nothing here parses MIME: mailparser is a dev dependency only), and `<same name>.html`, its HTML
+// part as a page. `npm run cli -- outbox list|show` reads the summaries, as text or with --json;
+// the .eml stays the message itself, for a mail client.
 
 /** The outbox directory; the same one whatever the working directory's DATA_DIR spelling. */
 export const outboxDir = (config: Pick<Config, 'DATA_DIR'>): string => path.resolve(config.DATA_DIR, 'outbox');
@@ -124,7 +125,7 @@ export async function listOutbox(dir: string): Promise<OutboxEntry[]> {
 }
 
 /** One message by its id (its file name, `.eml` optional): headers, text, HTML and attachments. */
-export async function showOutboxMessage(dir: string, given: string): Promise<OutboxSummary & { id: string; file: string; note?: string }> {
+export async function showOutboxMessage(dir: string, given: string): Promise<OutboxMessage> {
   const id = given.endsWith('.eml') ? given.slice(0, -'.eml'.length) : given;
   // Only a name the outbox holds: never a path that reads elsewhere.
   if (!(await messageIds(dir)).includes(id)) {
@@ -132,6 +133,49 @@ export async function showOutboxMessage(dir: string, given: string): Promise<Out
   }
   const file = path.join(dir, `${id}.eml`);
   const s = await readSummary(dir, id);
-  if (!s) return { id, from: null, to: null, subject: null, date: timeOfName(id) ?? '', text: null, html: null, attachments: [], file, note: NO_SUMMARY };
-  return { id, from: s.from, to: s.to, subject: s.subject, date: s.date, text: s.text, html: s.html, attachments: s.attachments, file };
+  if (!s) return { id, from: null, to: null, subject: null, date: timeOfName(id) ?? '', text: null, html: null, attachments: [], file, page: null, note: NO_SUMMARY };
+  const page = path.join(dir, `${id}.html`);
+  const hasPage = await access(page).then(
+    () => true,
+    () => false,
+  );
+  return { id, from: s.from, to: s.to, subject: s.subject, date: s.date, text: s.text, html: s.html, attachments: s.attachments, file, page: hasPage ? page : null };
+}
+
+export type OutboxMessage = OutboxSummary & {
+  id: string;
+  file: string;
+  /** The HTML part as a page to open in a browser, when the message has one. */
+  page: string | null;
+  note?: string;
+};
+
+const kilobytes = (size: number | null) => (size === null ? '' : ` ${Math.max(1, Math.round(size / 1024))} KB`);
+
+/** The list as a person reads it: one message a line, newest first, its id last. */
+export function outboxListText(entries: OutboxEntry[]): string {
+  if (!entries.length) return 'The outbox is empty.\n';
+  return entries
+    .map((e) => [e.date, e.to ?? '?', e.subject ?? e.note ?? '', e.attachments.length ? `[${e.attachments.join(', ')}]` : '', e.id].filter(Boolean).join('  '))
+    .join('\n')
+    .concat('\n');
+}
+
+/** One message as a person reads it: its headers, its text, then its HTML (and the page to open). */
+export function outboxMessageText(m: OutboxMessage): string {
+  const rule = (title: string) => `\n── ${title} ${'─'.repeat(Math.max(0, 60 - title.length))}\n`;
+  return [
+    `From:        ${m.from ?? '?'}`,
+    `To:          ${m.to ?? '?'}`,
+    `Subject:     ${m.subject ?? '?'}`,
+    `Date:        ${m.date}`,
+    `Attachments: ${m.attachments.map((a) => `${a.filename ?? '?'} (${a.content_type ?? '?'}${kilobytes(a.size)})`).join(', ') || 'none'}`,
+    `File:        ${m.file}`,
+    ...(m.page ? [`Page:        ${m.page} (open it in a browser)`] : []),
+    ...(m.note ? [`Note:        ${m.note}`] : []),
+    ...(m.text !== null ? [rule('Text'), m.text.trimEnd()] : []),
+    ...(m.html !== null ? [rule('HTML'), m.html.trimEnd()] : []),
+  ]
+    .join('\n')
+    .concat('\n');
 }

@@ -19,7 +19,7 @@ const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, sock
 // worker's concurrency; a server that rate-limits per connection sees at most this many.
 export const SMTP_POOL = { pool: true, maxConnections: 8, maxMessages: 500 };
 
-/** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message, each with a `.json` summary. */
+/** SMTP_URL when set; otherwise `.eml` files in $DATA_DIR/outbox, one per message, each with a `.json` summary and its HTML as a `.html` page. */
 export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mailer {
   if (config.SMTP_URL) {
     const transport = nodemailer.createTransport({ url: config.SMTP_URL, ...SMTP_POOL, ...SMTP_TIMEOUTS } as never);
@@ -43,7 +43,10 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'DATA_DIR'>): Mai
       const id = String(info.messageId ?? Date.now()).replace(/[^A-Za-z0-9.@_-]/g, '');
       const base = path.join(outbox, `${date.toISOString().replace(/[:.]/g, '-')}-${id}`);
       // The summary first: an .eml in the outbox has its summary (src/email/outbox-files.ts reads both).
-      await writeFile(`${base}.json`, `${JSON.stringify(summarize(message, date), null, 2)}\n`);
+      const summary = summarize(message, date);
+      await writeFile(`${base}.json`, `${JSON.stringify(summary, null, 2)}\n`);
+      // The HTML part alone, as a page a browser opens: the e-mail as its reader sees it.
+      if (summary.html !== null) await writeFile(`${base}.html`, summary.html);
       await writeFile(`${base}.eml`, info.message as Buffer);
       return `${base}.eml`;
     },

@@ -138,6 +138,10 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   }
   const badQuery = unstorableJson(request.query ?? {}, 'query');
   if (badQuery) throw AppError.validation([badQuery]);
+  // `?limit=10&limit=20` parses as a list; no parameter of this API takes one (a list of types is
+  // comma-separated), so a repeated one is refused by name rather than as "not a number".
+  const repeated = Object.entries(request.query ?? {}).filter(([, v]) => Array.isArray(v));
+  if (repeated.length) throw AppError.validation(repeated.map(([name]) => ({ path: name || 'query', message: 'must be given once' })));
   const query = def.query ? parseOrThrow(def.query, request.query ?? {}, 422, '', 'query') : {};
   const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
   const input = { params, query, body, auth, ctx };

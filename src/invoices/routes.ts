@@ -77,7 +77,9 @@ export const invoiceRoutes = [
         try {
           // A savepoint per item: one failure rolls back only that item.
           const row = await tx.savepoint(async (sp) =>
-            createInvoice(sp, auth.merchant, parseOrThrow(s.createInvoiceBody, raw), deps),
+            // Paths inside an item are the item's, as POST /invoices names them; an item that is no
+            // invoice at all is named by its place in the list.
+            createInvoice(sp, auth.merchant, parseOrThrow(s.createInvoiceBody, raw, 422, '', `invoices[${index}]`), deps),
           );
           results.push({ index, success: true, invoice: createdResponse(row, deps.urls) });
         } catch (err) {

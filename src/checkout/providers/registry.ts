@@ -43,7 +43,7 @@ export function providerFor(name: string | null): PaymentProvider {
     throw new AppError('provider_not_configured', 'This account has no payment provider configured; checkout is unavailable.');
   }
   const provider = knownProvider(name);
-  if (!provider) throw new AppError('invalid_provider', `The payment provider ${name} is not available.`, { details: { provider: name } });
+  if (!provider) throw new AppError('invalid_provider', `The payment provider ${name} is not available: use one of ${[...providers.keys()].sort().join(', ')}.`, { details: { provider: name } });
   return provider;
 }
 
