@@ -1,83 +1,13 @@
 // The support console's browser script, bundled by build.ts into the file src/admin/routes.ts
 // serves (src/admin/console-bundle.ts). Everything it shows comes from merchants and receivers, so
 // it only ever reaches the page as text: textContent, append(string) and attribute values, never
-// markup.
-import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
-import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
-import type { AppRouter } from '../src/admin/router.js';
+// markup (dom.ts builds it so).
+import { TRPCClientError } from '@trpc/client';
+import { client, TOKEN_KEY, type Delivery, type DeliveryDetail, type DeliveryStatuses, type Endpoint, type EventType, type Outputs, type TaxDocument } from './api.js';
+import { byId, facts, h, instant, localValue, merchantName, option, shortId, when } from './dom.js';
 
-type Outputs = inferRouterOutputs<AppRouter>;
-type ListFilters = inferRouterInputs<AppRouter>['deliveries']['list'];
-type Delivery = Outputs['deliveries']['list']['data'][number];
-type DeliveryDetail = Outputs['deliveries']['get'];
-type Endpoint = Outputs['endpoints']['enable'];
-type DeliveryStatuses = Extract<ListFilters['status'], readonly unknown[]>;
-type EventType = ListFilters['event_type'];
-type TaxDocument = Outputs['dte']['documents'][number];
-
-// sessionStorage: the token lives as long as the tab, and no other tab or later visit sees it.
-const TOKEN_KEY = 'invoicing-admin-token';
 const PAGE_SIZE = 50;
 const POLL_MS = 2000;
-
-const client = createTRPCClient<AppRouter>({
-  links: [
-    httpLink({
-      url: `${location.origin}/admin/trpc`,
-      headers: (): Record<string, string> => {
-        const token = sessionStorage.getItem(TOKEN_KEY);
-        return token ? { Authorization: `Bearer ${token}` } : {};
-      },
-    }),
-  ],
-});
-
-function byId<T extends HTMLElement>(id: string, type: new () => T): T {
-  const el = document.getElementById(id);
-  if (!(el instanceof type)) throw new Error(`the page lacks #${id}`);
-  return el;
-}
-
-type Child = Node | string | null | undefined;
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
-  const el = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, value);
-  for (const c of children) if (c !== null && c !== undefined) el.append(c);
-  return el;
-}
-
-function when(value: string | null): string {
-  return value ? value.replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '—';
-}
-
-/** A datetime-local field's value (the browser's local time) as an RFC 3339 instant. */
-function instant(local: string): string | undefined {
-  return local ? new Date(local).toISOString() : undefined;
-}
-
-function localValue(d: Date): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
-
-/**
- * How a list names a delivery: the id's last characters. A UUIDv7 begins with its creation time,
- * so deliveries made within a minute of each other share their first ones; the end is random.
- * The full id is the title, and the delivery panel shows it.
- */
-function shortId(id: string): string {
-  return `…${id.slice(-8)}`;
-}
-
-/** A merchant by name, as support staff know it, with its id on hover. */
-function merchantName(name: string, id: string): HTMLSpanElement {
-  return h('span', { title: id }, name);
-}
-
-function facts(list: HTMLDListElement, rows: [string, Child][]): void {
-  list.replaceChildren(...rows.flatMap(([term, value]) => [h('dt', {}, term), h('dd', {}, value ?? '—')]));
-}
 
 const ui = {
   notice: byId('notice', HTMLElement),
@@ -165,12 +95,6 @@ async function act(task: () => Promise<void>, button?: HTMLButtonElement): Promi
 }
 
 // ─── Filters and the list ────────────────────────────────────────────────────
-
-function option(value: string, text: string): HTMLOptionElement {
-  const o = h('option', { value });
-  o.textContent = text;
-  return o;
-}
 
 async function loadEndpointOptions(): Promise<void> {
   const merchantId = ui.merchant.value || undefined;
@@ -315,7 +239,14 @@ async function openDelivery(id: string): Promise<void> {
 
 // ─── A merchant's tax documents ───────────────────────────────────────────────
 
-const DTE_TYPE_NAMES: Record<number, string> = { 33: 'factura electrónica', 34: 'factura exenta', 56: 'nota de débito', 61: 'nota de crédito' };
+const DTE_TYPE_NAMES: Record<number, string> = {
+  33: 'factura electrónica',
+  34: 'factura exenta',
+  39: 'boleta electrónica',
+  41: 'boleta exenta',
+  56: 'nota de débito',
+  61: 'nota de crédito',
+};
 
 function documentRow(d: TaxDocument): HTMLTableRowElement {
   return h(
