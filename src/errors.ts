@@ -30,7 +30,6 @@ export const errorCatalogue = {
   provider_unavailable: { status: 503, retry: 'safe' },
   rate_limited: { status: 429, retry: 'after_seconds:60' },
   validation_error: { status: 422, retry: 'never' },
-  // The same list as validation_error: the URL is the field at fault.
   webhook_endpoint_invalid: { status: 400, retry: 'never' },
   webhook_endpoint_not_found: { status: 404, retry: 'never' },
   webhook_delivery_not_found: { status: 404, retry: 'never' },
@@ -42,7 +41,6 @@ export const errorCatalogue = {
   service_unavailable: { status: 503, retry: 'safe' },
   internal_error: { status: 500, retry: 'safe' },
 } as const satisfies Record<string, { status: number; retry: string }>;
-
 
 export type ErrorCode = keyof typeof errorCatalogue;
 

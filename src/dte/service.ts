@@ -10,6 +10,7 @@ import { clock } from '../clock.js';
 import { newId } from '../ids.js';
 import { iso } from '../http/schemas.js';
 import { getMerchant, type MerchantRow } from '../merchants/queries.js';
+import { enqueue, queues } from '../queue/boss.js';
 import type { PgBoss } from 'pg-boss';
 import type { SecretBox } from '../secret-box.js';
 import { CafError, DTE_TYPES, parseCaf, verifyCaf, type DteType } from './caf.js';
@@ -17,7 +18,6 @@ import { CertificateError, readPkcs12, type SigningIdentity } from './certificat
 import { dteFilename } from './document.js';
 import type { IssuedDte, IssueInput } from './issue.js';
 import { SII_CAF_CERTIFICATES } from './sii-certs.js';
-import { enqueue, queues } from '../queue/boss.js';
 import * as q from './queries.js';
 
 /** The tax profile's fields a DTE needs (docs/decisions.md §15); set-tax-profile leaves the last four optional. */

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/client.js';
+import type { Locale } from '../format.js';
 
 /** What an e-mail is about; a credit or debit note's e-mail carries the note. */
 export type EmailKind = 'invoice' | 'reminder' | 'receipt' | 'endpoint_disabled' | 'credit_note' | 'debit_note';
@@ -10,7 +11,7 @@ export interface EmailRow {
   kind: EmailKind;
   dedupe_key: string;
   to_address: string;
-  locale: 'es' | 'en';
+  locale: Locale;
   data: Record<string, unknown>;
   status: 'queued' | 'sent' | 'failed' | 'skipped';
   subject: string | null;
