@@ -122,8 +122,9 @@ export async function gatewayReturn(sql: Sql, token: string, back: GatewayReturn
     throw err;
   }
   return sql.begin(async (tx) => {
+    const outcome = await recordPayment(tx, claimed, claim, result, deps);
     await q.endGatewaySession(tx, claimed.id, back.sessionId!, clock.now());
-    return recordPayment(tx, claimed, claim, result, deps);
+    return outcome;
   });
 }
 
@@ -157,8 +158,8 @@ export async function resolveByStatus(sql: Sql, s: q.CheckoutRow, deps: ResolveD
   }
   const paid = result;
   await sql.begin(async (tx) => {
-    await q.endGatewaySession(tx, claimed.id, claimed.provider_session_id, clock.now());
     if (!(await paymentRecorded(tx, provider.name, paid.transactionId))) await recordPayment(tx, claimed, claim, paid, deps);
+    await q.endGatewaySession(tx, claimed.id, claimed.provider_session_id, clock.now());
   });
   await q.releaseClaim(sql, claimed.id, claim);
   return true;
@@ -201,6 +202,9 @@ export async function applyNotifiedPayment(
 /**
  * The attempt's outcome. The payment row and its event are written whatever happened meanwhile:
  * they record what the gateway did. The session and the invoice move only while the claim holds.
+ * It is the transaction's first write: recordCheckoutPayment locks the invoice before the session
+ * is touched, the order a claim takes them in (the invoice's share lock, then the session's row),
+ * so a click racing this one waits instead of deadlocking with it.
  */
 async function recordPayment(tx: Queryable, s: q.CheckoutRow, claim: string, result: PaymentResult, deps: InvoiceDeps): Promise<PaymentOutcome> {
   const now = clock.now();

@@ -243,6 +243,9 @@ export type CheckoutPayment = Pick<NewPayment, 'merchant_id' | 'invoice_id' | 'a
  * gateway did). The payment's id.
  */
 export async function recordCheckoutPayment(tx: Queryable, p: CheckoutPayment, now: Date, deps: InvoiceDeps): Promise<string> {
+  // The invoice row first, held to the end: its session is locked after it, in the order every
+  // payment claim and every cancel or mark-paid take the two.
+  await q.lockInvoice(tx, p.merchant_id, p.invoice_id);
   const id = newId();
   await insertPayment(tx, { ...p, id, notes: null, paid_at: p.status === 'succeeded' ? now : null, created_at: now });
   const payment = await getPaymentResource(tx, p.merchant_id, id);
