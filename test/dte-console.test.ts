@@ -1,5 +1,6 @@
 // The support console shows each merchant's DTE folios left per type where it lists merchants,
-// and a picked merchant's tax documents, a rejected one with SII's reason (issue 21).
+// and a picked merchant's tax documents, a rejected one with SII's reason (issue 21), boletas by
+// their names (docs/decisions.md §20).
 // With SCREENSHOTS_DIR set, the console showing them is saved there as admin-console-dte.png.
 import path from 'node:path';
 import t from 'tap';
@@ -7,7 +8,8 @@ import type { Page } from 'playwright-core';
 import { openConsole } from './helpers/admin-console.js';
 import { testApp } from './helpers/app.js';
 import { dteMerchant, siiAuthority } from './helpers/dte-fixtures.js';
-import { facturaBody } from './helpers/fixtures.js';
+import { facturaBody, invoiceBody } from './helpers/fixtures.js';
+import { startSiiBoletaStandin } from './helpers/sii-boleta-standin.js';
 import { startSiiStandin } from './helpers/sii-standin.js';
 import { until } from './helpers/until.js';
 
@@ -91,4 +93,48 @@ t.test("a picked merchant's tax documents, a rejected one with SII's reason", as
     await until('the documents again', async () => (await rows()).length === 3);
     await page.screenshot({ path: path.resolve(process.env.SCREENSHOTS_DIR, 'admin-console-dte.png'), fullPage: true });
   }
+});
+
+t.test("a consumer's boletas, 39 and 41, listed by their names with the SII's track id", async (t) => {
+  const boletas = await startSiiBoletaStandin(t);
+  const h = await testApp(t, { ADMIN_TOKEN: TOKEN, SII_CERT_FILE: sii.certFile, SII_BOLETA_API_URL: boletas.url, SII_BOLETA_UPLOAD_URL: boletas.url });
+  await h.startWorker();
+  const { key, merchantId } = await h.key(['*']);
+  await dteMerchant(h, merchantId, sii, [
+    { type: 39, from: 1, to: 10 },
+    { type: 41, from: 4, to: 10 },
+  ]);
+  const accepted = async (extra: Record<string, unknown>) => {
+    // A consumer: a name and an e-mail, no RUT.
+    const res = await h.api('POST', '/invoices', { key, body: invoiceBody({ ...extra, send_immediately: true }) });
+    if (res.status !== 201) throw new Error(`POST /invoices: ${res.status} ${res.raw}`);
+    return until('the boleta accepted', async () => {
+      const got = (await h.api('GET', `/invoices/${res.body.invoice_id}`, { key })).body;
+      return got.dte_status === 'accepted' ? got : null;
+    }, 60_000);
+  };
+  const taxed = await accepted({});
+  const exempt = await accepted({ is_tax_exempt: true });
+  t.match([taxed, exempt], [{ dte_type: 39, dte_folio: 1 }, { dte_type: 41, dte_folio: 4 }], 'a boleta each');
+
+  const { page, pageErrors } = await openConsole(t, h, { width: 1200, height: 900 });
+  await signIn(page);
+  const options = await until('the merchants', async () => {
+    const texts = await page.locator('#f-merchant option').allTextContents();
+    return texts.length === 2 ? texts : null;
+  });
+  t.ok(options.some((o) => o.endsWith('DTE folios left: 33: 0, 34: 0, 39: 9, 41: 6, 56: 0, 61: 0')), 'the boletas\' folios left beside the merchant');
+  await page.selectOption('#f-merchant', merchantId);
+  const rows = () => page.locator('#dte-rows tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
+  const shown = await until('the documents', async () => ((await rows()).length === 2 ? rows() : null));
+  t.same(
+    shown.map((r) => r.slice(0, 6)),
+    [
+      ['41 boleta exenta', '4', exempt.invoice_number, 'accepted', exempt.dte_track_id, ''],
+      ['39 boleta electrónica', '1', taxed.invoice_number, 'accepted', taxed.dte_track_id, ''],
+    ],
+    'type and name, folio, invoice, status and track id, newest first',
+  );
+  t.ok(taxed.dte_track_id && exempt.dte_track_id, 'each with the track id of its upload');
+  t.same(pageErrors, []);
 });
