@@ -20,6 +20,7 @@ export async function scheduleExpiry(db: Queryable, boss: InvoiceDeps['boss'], r
  * credit note cannot be issued.
  */
 export async function expireCheckout(db: Queryable, id: string, now: Date, deps: InvoiceDeps): Promise<boolean> {
+  await q.lockSessionInvoice(db, id);
   const s = await q.markExpired(db, id, now);
   if (!s) return false;
   await expireCheckoutInvoice(db, s.merchant_id, s.invoice_id, now, deps);

@@ -176,6 +176,19 @@ export async function markPaymentFailed(db: Queryable, id: string, claim: string
 }
 
 /** Past its deadline, unless a payment attempt still holds it; a claim that ran out ends here. */
+/**
+ * Holds the invoice a session owns until the caller's transaction ends. Taken before the session's
+ * own row, in the order a payment claim takes the two (the invoice's share lock, then the
+ * session), so that an expiry and a click at the deadline wait for each other instead of
+ * deadlocking.
+ */
+export async function lockSessionInvoice(db: Queryable, id: string): Promise<void> {
+  await db`
+    SELECT 1 FROM checkout_sessions s JOIN invoices i ON i.merchant_id = s.merchant_id AND i.id = s.invoice_id
+     WHERE s.id = ${id}
+       FOR UPDATE OF i`;
+}
+
 export async function markExpired(db: Queryable, id: string, now: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
     UPDATE checkout_sessions SET status = 'expired', updated_at = ${now}, payment_claim = NULL, payment_claimed_until = NULL
@@ -187,7 +200,9 @@ export async function markExpired(db: Queryable, id: string, now: Date): Promise
 
 /**
  * Pending sessions past their deadline, a batch at a time; ones being paid right now are skipped,
- * and the `unresolved` ones whose gateway could not be asked how they stand.
+ * and the `unresolved` ones whose gateway could not be asked how they stand. Not locked here:
+ * each expiry locks its invoice and then its session (lockSessionInvoice), and markExpired's guard
+ * leaves a session another run expired meanwhile alone.
  */
 export async function dueSessions(db: Queryable, now: Date, limit: number, unresolved: string[] = []): Promise<string[]> {
   const rows = await db<{ id: string }[]>`
@@ -196,8 +211,7 @@ export async function dueSessions(db: Queryable, now: Date, limit: number, unres
        AND (payment_claimed_until IS NULL OR payment_claimed_until <= ${now})
        AND id <> ALL(${unresolved}::uuid[])
      ORDER BY expires_at
-     LIMIT ${limit}
-     FOR UPDATE SKIP LOCKED`;
+     LIMIT ${limit}`;
   return rows.map((r) => r.id);
 }
 
