@@ -1238,7 +1238,7 @@ export interface components {
             is_tax_exempt?: boolean;
             /** @description Default: `false` */
             tax_inclusive?: boolean;
-            /** @description Percent; default the merchant's rate (19) */
+            /** @description Percent; default the merchant's rate (19). An invoice that gets a factura or boleta (docs/tax-documents.md) is sent only at 19, Chile's IVA */
             tax_rate?: number;
             /** @description CLP, CLF, USD, EUR, GBP, ARS, BRL, COP, MXN or PEN; default the merchant base currency */
             currency?: string;

@@ -201,6 +201,43 @@ t.test("a factura of the same merchant goes through the SOAP upload as before; n
   t.match((await h.api('GET', `/invoices/${exempt}`, { key })).body, { dte_type: null, dte_folio: null, dte_status: 'not_applicable' }, 'no CAF of type 41');
 });
 
+t.test('IVA at another rate than 19 % refuses the send of a factura or a boleta, nothing numbered; an exempt sale keeps its rate', async (t) => {
+  const boletas = await startSiiBoletaStandin(t);
+  const { h, key, merchantId } = await setup(t, boletas, {
+    worker: false,
+    cafs: [
+      { type: 33, from: 1, to: 50 },
+      { type: 39, from: 1, to: 50 },
+      { type: 41, from: 1, to: 50 },
+    ],
+  });
+  const count = async () => (await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM invoices WHERE merchant_id = ${merchantId}`)[0]!.n;
+  for (const [what, body] of [
+    ['a factura at 10 %', facturaBody({ tax_rate: 10 })],
+    ['a boleta at 0 %, not exempt', invoiceBody({ tax_rate: 0 })],
+    ['a boleta at 19.5 %', invoiceBody({ tax_rate: 19.5, tax_inclusive: true })],
+  ] as const) {
+    const refused = await h.api('POST', '/invoices', { key, body: { ...body, send_immediately: true } });
+    t.equal(refused.status, 422, `${what}: 422`);
+    t.equal(refused.body.code, 'validation_error');
+    t.same(refused.body.details.errors.map((e: { path: string }) => e.path), ['tax_rate'], 'naming tax_rate');
+    t.match(refused.body.details.errors[0].message, /^must be 19 on an invoice with a tax document/);
+  }
+  t.equal(await count(), 0, 'nothing created');
+
+  const draft = await h.api('POST', '/invoices', { key, body: invoiceBody({ tax_rate: 10 }) });
+  t.equal(draft.status, 201, 'a draft at any rate');
+  const send = await h.api('POST', `/invoices/${draft.body.invoice_id}/send`, { key });
+  t.equal(send.status, 422);
+  t.same(send.body.details.errors.map((e: { path: string }) => e.path), ['tax_rate']);
+  t.match((await h.api('GET', `/invoices/${draft.body.invoice_id}`, { key })).body, { status: 'draft', invoice_number: null, dte_folio: null }, 'still a draft, not numbered');
+
+  const exempt = await consumerInvoice(h, key, { tax_rate: 10, is_tax_exempt: true });
+  t.match((await h.api('GET', `/invoices/${exempt}`, { key })).body, { dte_type: 41, dte_folio: 1, tax_total: '0' }, 'an exempt sale: a 41, whatever its rate');
+  const taxed = await consumerInvoice(h, key);
+  t.match((await h.api('GET', `/invoices/${taxed}`, { key })).body, { dte_type: 39, dte_folio: 1 }, "at 19 %: the first 39 folio, none taken by the refusals");
+});
+
 t.test('a checkout paid end to end gets its boleta accepted', async (t) => {
   const standin = await startSiiBoletaStandin(t);
   const { h, key } = await setup(t, standin, { provider: 'sandbox' });

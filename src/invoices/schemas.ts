@@ -116,7 +116,7 @@ export const createInvoiceBody = z
       .max(100)
       .refine(maxDecimals(2), 'at most 2 decimals')
       .optional()
-      .meta({ description: "Percent; default the merchant's rate (19)" }),
+      .meta({ description: "Percent; default the merchant's rate (19). An invoice that gets a factura or boleta (docs/tax-documents.md) is sent only at 19, Chile's IVA" }),
     currency: z
       .string()
       .optional()

@@ -3,6 +3,7 @@
 // is src/dte's; which document an invoice gets, and from which of its fields, is decided here.
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
+import { Decimal } from '../money.js';
 import { boletaDteContent, issueBoleta, soleEnvioBoleta, type BoletaType } from '../dte/boleta.js';
 import { MAX_DTE_LINES, type DteContent, type Receiver } from '../dte/document.js';
 import { dteGlobalDiscount, dteLines, hasCompanyRut, invoiceDteContent, invoiceReceiver, issueDte, pesos, siiTimestamp, soleEnvio, type IssuedDte } from '../dte/issue.js';
@@ -22,6 +23,19 @@ function assertReceiverComplete(invoice: InvoiceRow): void {
   );
 }
 
+// Chile's IVA (docs/tax-documents.md#the-iva-rate): the SII takes no other rate on a factura or boleta.
+const IVA_PERCENT = 19;
+
+/** A taxed document (33, 39) states IVA at 19 %: an invoice at another rate would print a tax the SII never receives. */
+function assertIvaRate(invoice: InvoiceRow): void {
+  if (invoice.is_tax_exempt || new Decimal(invoice.tax_rate).eq(IVA_PERCENT)) return;
+  throw AppError.validation(
+    [{ path: 'tax_rate', message: `must be ${IVA_PERCENT} on an invoice with a tax document: Chile's IVA is ${IVA_PERCENT} % (this invoice has ${new Decimal(invoice.tax_rate).toString()})` }],
+    422,
+    `The invoice's tax_rate is ${new Decimal(invoice.tax_rate).toString()} %; a factura or boleta states IVA at ${IVA_PERCENT} % (or is_tax_exempt for an exempt sale).`,
+  );
+}
+
 /**
  * The invoice's DTE, issued in the sending transaction (docs/tax-documents.md) once it is
  * sent: a folio from the oldest CAF with folios left, the document built, stamped and signed,
@@ -29,7 +43,8 @@ function assertReceiverComplete(invoice: InvoiceRow): void {
  * issues none; an invoice in another currency than CLP gets `not_applicable`. A client with a
  * Chilean RUT gets a factura; one without (a consumer: no factura to 66666666-6) a boleta when the
  * merchant has CAFs of its type (docs/decisions.md §20), else `not_applicable`. A factura's receiver
- * without giro, address or comuna, or no folio left, refuses the send.
+ * without giro, address or comuna, a taxed document at another rate than IVA's, or no folio left,
+ * refuses the send.
  */
 export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId: string, invoiceId: string): Promise<void> {
   const by = await signer(db, deps.secrets, merchantId);
@@ -41,6 +56,7 @@ export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId
     // A 41 documents a sale exempt of VAT, a 39 one whose prices include it (docs/tax-documents.md).
     const boleta: BoletaType = invoice.is_tax_exempt ? 41 : 39;
     if (!(await dteQ.issuesType(db, merchantId, boleta))) return dteQ.markDteNotApplicable(db, invoiceId);
+    assertIvaRate(invoice);
     // No line limit here: the boleta schema takes 1000 Detalle lines, more than an invoice has.
     const { taken, issued } = await issueDocument(db, deps, by, { merchantId, invoiceId }, boleta, (folio, caf) =>
       issueBoleta({ ...by, caf, content: boletaDteContent(invoice, boleta, folio, by.issuer) }),
@@ -48,6 +64,7 @@ export async function issueInvoiceDte(db: Queryable, deps: IssueDeps, merchantId
     return storeInvoiceDte(db, by, invoiceId, merchantId, boleta, taken, issued, soleEnvioBoleta({ ...by, type: boleta }, issued));
   }
   assertReceiverComplete(invoice);
+  assertIvaRate(invoice);
   if (invoice.items.length > MAX_DTE_LINES) {
     throw AppError.validation([{ path: 'items', message: `a DTE has at most ${MAX_DTE_LINES} lines; this invoice has ${invoice.items.length}` }]);
   }
