@@ -1,4 +1,4 @@
-import Fastify, { type ConnectionError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type ConnectionError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -82,6 +82,15 @@ function trustHops(hops: number): false | ((addr: string, i: number) => boolean)
 
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   configureGateways(ctx.config);
+  const https = ctx.config.publicBaseUrl.startsWith('https:');
+  /** The headers every answer carries, whatever route or error produced it. */
+  const answerHeaders = (request: FastifyRequest, reply: FastifyReply) => {
+    // docs/decisions.md §19: no answer is read as anything but the type it declares.
+    reply.header('X-Content-Type-Options', 'nosniff');
+    // The create and rotate answers carry secrets, and every answer is one merchant's data.
+    if (isApiPath(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    if (https && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('Strict-Transport-Security', HSTS);
+  };
   const app = Fastify({
     logger:
       opts.logger === false
@@ -109,7 +118,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // Errors the router raises before any hook runs (bad percent-encoding, an over-long path
     // parameter) get the one envelope too (docs/decisions.md §13).
     frameworkErrors: (err, request, reply) => {
+      // A URL the router could not read: no hook runs for it, so its headers are set here.
       reply.header('X-Request-Id', request.id);
+      answerHeaders(request, reply);
       return sendError(reply, toAppError(err));
     },
   });
@@ -122,13 +133,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       throw new AppError('service_unavailable', 'The server is restarting; retry shortly.');
     }
   });
-  const https = ctx.config.publicBaseUrl.startsWith('https:');
   app.addHook('onSend', async (request, reply, payload) => {
-    // docs/decisions.md §19: no answer is read as anything but the type it declares.
-    reply.header('X-Content-Type-Options', 'nosniff');
-    // The create and rotate answers carry secrets, and every answer is one merchant's data.
-    if (isApiPath(request.url) && !reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
-    if (https && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('Strict-Transport-Security', HSTS);
+    answerHeaders(request, reply);
     return payload;
   });
   app.addHook('preClose', async () => {

@@ -57,6 +57,10 @@ t.test('X-Content-Type-Options: nosniff on every kind of answer', async (t) => {
     400,
   );
   t.equal(await check('API 404', { url: `${API_PREFIX}/nothing-here`, headers: { 'x-api-key': key } }), 404);
+  // URLs the router itself refuses, before any hook: a broken escape, a path parameter too long.
+  t.equal(await check('malformed URL', { url: `${API_PREFIX}/invoices/%E0%A4%A`, headers: { 'x-api-key': key } }), 400);
+  t.equal(await check('path parameter too long', { url: `${API_PREFIX}/invoices/${'a'.repeat(300)}`, headers: { 'x-api-key': key } }), 400);
+  t.equal(await check('malformed hosted page URL', { url: '/i/%zz' }), 400);
   t.equal(await check('404', { url: '/no/such/page' }), 404);
 
   // Docs, health, the root's redirect.
