@@ -75,4 +75,18 @@ t.test('admin token throttle', async (t) => {
     t.equal((await call(spread, `Bearer ${TOKEN}`)).status, 429, 'then locked');
     t.equal(lockLines().filter((l) => l.address === spread).length, 1, 'logged once');
   });
+
+  t.test('a batch of calls with one wrong token is one refusal, not one per call', async (t) => {
+    const batcher = '192.0.2.77';
+    const batch = (authorization: string) =>
+      app.inject({ method: 'GET', url: `/admin/trpc/${Array(10).fill('merchants.list').join(',')}?batch=1`, remoteAddress: batcher, headers: { authorization } });
+    for (let i = 1; i <= 9; i++) {
+      const res = await batch('Bearer wrong');
+      t.equal(res.statusCode, 401, `batch ${i} of ten calls: 401`);
+      t.equal(JSON.parse(res.body).length, 10, 'each call answered');
+    }
+    t.equal((await call(batcher, `Bearer ${TOKEN}`)).status, 200, 'nine refused tokens, ninety calls: not locked');
+    t.equal((await batch('Bearer wrong')).statusCode, 401, 'the 10th refused token');
+    t.equal((await call(batcher, `Bearer ${TOKEN}`)).status, 429, 'then locked');
+  });
 });

@@ -60,7 +60,7 @@ export function registerAdmin(app: FastifyInstance, ctx: AppContext): void {
           createContext: ({ req, res }) => ({
             app: ctx,
             authorization: req.headers.authorization,
-            http: { address: req.ip, log: req.log, header: (name: string, value: string) => void res.header(name, value) },
+            http: { address: req.ip, log: req.log, header: (name: string, value: string) => void res.header(name, value), refusalCounted: false },
           }),
           onError: ({ error, path: procedure, req }) => {
             if (appErrorOf(error).status >= 500) req.log.error({ err: error.cause ?? error, procedure }, 'admin procedure failed');

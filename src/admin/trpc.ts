@@ -16,7 +16,13 @@ export interface AdminContext {
    * The HTTP request's client address, its logger and a way to set a response header; absent for
    * in-process callers (createCaller), which no guesser can reach and so are not throttled.
    */
-  http?: { address: string; log: Pick<FastifyBaseLogger, 'warn'>; header(name: string, value: string): void };
+  http?: {
+    address: string;
+    log: Pick<FastifyBaseLogger, 'warn'>;
+    header(name: string, value: string): void;
+    /** A refused token is counted once per HTTP request, however many calls a batch holds. */
+    refusalCounted: boolean;
+  };
 }
 
 const t = initTRPC.context<AdminContext>().create({
@@ -72,8 +78,11 @@ const requireAdmin = t.middleware(async ({ ctx, next }) => {
         ? new AppError('invalid_api_key', 'The admin token is not valid.')
         : null;
   if (refusal) {
-    if (http && (await recordAdminRefusal(ctx.app.sql, http.address))) {
-      http.log.warn({ address: http.address }, `admin token refused ${REFUSALS_ALLOWED} times within a minute from ${http.address}: address locked for a minute`);
+    if (http && !http.refusalCounted) {
+      http.refusalCounted = true;
+      if (await recordAdminRefusal(ctx.app.sql, http.address)) {
+        http.log.warn({ address: http.address }, `admin token refused ${REFUSALS_ALLOWED} times within a minute from ${http.address}: address locked for a minute`);
+      }
     }
     throw refusal;
   }
