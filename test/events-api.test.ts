@@ -121,6 +121,7 @@ t.test('listing: order, paging, filters, one event, refusals', async (t) => {
     field(t, await h.api('GET', '/events?limit=0', { key }), 'limit', 'limit=0');
     field(t, await h.api('GET', '/events?limit=101', { key }), 'limit', 'limit=101');
     field(t, await h.api('GET', '/events?limit=x', { key }), 'limit', 'limit=x');
+    field(t, await h.api('GET', '/events?limit=0x2', { key }), 'limit', 'limit=0x2, hexadecimal');
     const bad = await h.api('GET', '/events?type=invoice.paid,invoice.exploded', { key });
     field(t, bad, 'type', 'unknown type');
     t.match(bad.body.details.errors[0].message, /invoice\.exploded/);

@@ -4,9 +4,19 @@ import './zod-errors.js';
 
 export const uuid = z.uuid({ message: 'must be a UUID' });
 
+// Number() also reads "0x2", "0b1", " 2" and "": a query's number is written in decimal digits
+// (with an exponent if it likes, as JSON allows).
+const DECIMAL = /^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/** A whole number in a query string, from `min` (to `max`), `fallback` when absent. */
+export function queryInteger(min: number, max: number | null, fallback: number) {
+  const int = z.int({ error: (iss) => (iss.code === 'invalid_type' && iss.input !== undefined ? 'must be an integer' : undefined) }).min(min);
+  return z.preprocess((v) => (typeof v === 'string' && DECIMAL.test(v) ? Number(v) : v), (max === null ? int : int.max(max)).default(fallback));
+}
+
 export const pagingQuery = {
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
+  limit: queryInteger(1, 100, 50),
+  offset: queryInteger(0, null, 0),
 };
 
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-11-22T03:16:13.123Z' });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp, uuid } from '../http/schemas.js';
+import { pagingQuery, timestamp, uuid } from '../http/schemas.js';
 import { checkoutSession } from '../checkout/schemas.js';
 import { clientResource } from '../clients/schemas.js';
 import { creditNoteResource, debitNoteResource } from '../invoices/note-schemas.js';
@@ -106,7 +106,7 @@ const typeFilter = z.string().transform((value, ctx) => {
 
 export const listEventsQuery = z
   .strictObject({
-    limit: z.coerce.number().int().min(1).max(100).default(50),
+    limit: pagingQuery.limit,
     starting_after: z.uuid({ message: 'must be an event id (a UUID)' }).optional().meta({ description: 'An event id of yours: the page after it (older events)' }),
     type: typeFilter.optional().meta({ description: 'One event type or a comma-separated list', example: 'invoice.paid,invoice.cancelled' }),
     created_gte: rfc3339.optional().meta({ description: 'Only events created at or after this instant' }),
