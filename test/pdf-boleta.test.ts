@@ -139,10 +139,11 @@ t.test('the printed boleta, rendered', async (t) => {
     await checkTimbre(t, pdf, dte);
   });
 
-  t.test('in English: the VAT line from the English labels, the SII texts in Spanish', async (t) => {
+  t.test("in English: the SII's texts and its VAT legend in Spanish, the rest in English", async (t) => {
     const invoice = await consumerInvoice({ locale: 'en' });
     const text = oneLine(await pdfToText(await render(invoice, boletaOf(invoice, 39, 8))));
-    t.ok(text.includes('The VAT included in this receipt is CLP 2,088'));
+    t.ok(text.includes('El IVA de esta boleta es $2.088'), 'the legend as the SII words it, in pesos as Chile writes them');
+    t.notOk(text.includes('The VAT included'), 'not translated');
     t.ok(text.includes('CUSTOMER Ana Muñoz'));
     t.ok(text.includes('BOLETA ELECTRÓNICA') && text.includes('Verifique documento: www.sii.cl'));
   });

@@ -76,7 +76,8 @@ export function boletaSheet(invoice: InvoiceWithItems, merchant: MerchantRow, dt
     items: boleta.lines.map((line, i) => boletaItemRow(line, invoice.items[i]!.quantity, boleta, L, locale)),
     totals,
     taxInclusive: false,
-    vatNotice: boleta.type === 39 ? L.boletaVat.replace('{amount}', money(boleta.totals.tax)) : null,
+    // The SII's legend, in Spanish and Chilean pesos whatever the document's language.
+    vatNotice: boleta.type === 39 ? `El IVA de esta boleta es ${formatMoney(boleta.totals.tax, 'CLP', 'es')}` : null,
     // Not "view the invoice": the consumer holds a boleta.
     link: { label: opts.canCharge ? L.viewAndPayOnline : L.viewDocumentOnline, url: opts.publicUrl },
     footer: invoice.invoice_number ?? '',

@@ -46,7 +46,6 @@ const labelKeys = [
   'tax',
   'taxExempt',
   'taxInclusive',
-  'boletaVat',
   'total',
   'currency',
   'exchangeRate',
