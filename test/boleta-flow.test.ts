@@ -12,6 +12,7 @@ import { facturaBody, invoiceBody } from './helpers/fixtures.js';
 import { pdfToText } from './helpers/pdftotext.js';
 import { startSiiBoletaStandin, type SiiBoletaStandin } from './helpers/sii-boleta-standin.js';
 import { startSiiStandin, type SiiStandin } from './helpers/sii-standin.js';
+import { startSmtpSink, type SmtpSink } from './helpers/smtp.js';
 import { until } from './helpers/until.js';
 import { assertValid } from './helpers/xsd.js';
 
@@ -27,13 +28,14 @@ const BOLETA_CAFS: Caf[] = [
 async function setup(
   t: { teardown(fn: () => unknown): void },
   boletas: SiiBoletaStandin,
-  opts: { worker?: boolean; soap?: SiiStandin; cafs?: Caf[]; provider?: 'sandbox' } = {},
+  opts: { worker?: boolean; soap?: SiiStandin; cafs?: Caf[]; provider?: 'sandbox'; smtp?: SmtpSink } = {},
 ) {
   const h = await testApp(t, {
     SII_CERT_FILE: sii.certFile,
     SII_BOLETA_API_URL: boletas.url,
     SII_BOLETA_UPLOAD_URL: boletas.url,
     ...(opts.soap ? { SII_BASE_URL: opts.soap.url } : {}),
+    ...(opts.smtp ? { SMTP_URL: opts.smtp.url } : {}),
   });
   if (opts.worker !== false) await h.startWorker();
   const m = await h.merchant({ payment_provider: opts.provider ?? null });
@@ -238,9 +240,10 @@ t.test('IVA at another rate than 19 % refuses the send of a factura or a boleta,
   t.match((await h.api('GET', `/invoices/${taxed}`, { key })).body, { dte_type: 39, dte_folio: 1 }, "at 19 %: the first 39 folio, none taken by the refusals");
 });
 
-t.test('a checkout paid end to end gets its boleta accepted', async (t) => {
+t.test('a checkout paid end to end gets its boleta accepted, e-mailed with the receipt and linked from the paid page', async (t) => {
   const standin = await startSiiBoletaStandin(t);
-  const { h, key } = await setup(t, standin, { provider: 'sandbox' });
+  const smtp = await startSmtpSink(t);
+  const { h, key } = await setup(t, standin, { provider: 'sandbox', smtp });
   const res = await h.api('POST', '/checkout', { key, body: checkoutBody() });
   t.equal(res.status, 201);
   const { checkout_url, invoice_id } = res.body as { checkout_url: string; invoice_id: string };
@@ -257,6 +260,22 @@ t.test('a checkout paid end to end gets its boleta accepted', async (t) => {
   const pdf = await h.app.inject({ method: 'GET', url: new URL(href!).pathname });
   t.equal(pdf.statusCode, 200);
   t.match(await pdfToText(pdf.rawPayload), /BOLETA ELECTRÓNICA[\s\S]*N\.º 1/, 'the boleta itself');
+
+  // The checkout's one e-mail, its receipt, carries the boleta: the printed one and the signed XML.
+  const [receipt, ...more] = await smtp.waitFor(1, 60_000);
+  t.same(more, [], 'one e-mail');
+  t.equal(receipt!.headers.get('x-invoice-id'), invoice_id);
+  t.same(
+    receipt!.attachments.map((a) => [a.filename, a.contentType]),
+    [
+      [`${invoice.invoice_number}.pdf`, 'application/pdf'],
+      ['DTE-39-1.xml', 'application/xml'],
+    ],
+    'the receipt carries the boleta, printed and signed',
+  );
+  t.match(await pdfToText(Buffer.from(receipt!.attachments[0]!.content)), /BOLETA ELECTRÓNICA[\s\S]*El IVA de esta boleta es/);
+  const xml = await h.app.inject({ method: 'GET', url: `/api/v1/external/invoices/${invoice_id}/dte.xml`, headers: { 'x-api-key': key } });
+  t.ok(Buffer.from(receipt!.attachments[1]!.content).equals(xml.rawPayload), 'the very bytes of GET dte.xml');
 });
 
 t.test("a cancelled boleta's credit note goes through the SOAP upload, addressed to the issuer, never to 66666666-6", async (t) => {

@@ -70,17 +70,20 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   // Each row read once, in two statements (three for a note's e-mail, which carries the note's
   // documents instead of the invoice's): the message and its attachments (the PDF, when not stored
   // yet, is rendered from these same rows).
-  const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder';
   const noteKind = noteKindOf(email.kind);
   const [invoice, sources, note] = await Promise.all([
     getInvoiceWithItems(deps.sql, email.merchant_id, email.invoice_id),
-    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, attachesPdf),
+    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, email.kind === 'invoice' || email.kind === 'reminder' || email.kind === 'receipt'),
     noteKind ? getNote(deps.sql, email.merchant_id, noteKind, noteEmailData.parse(email.data).note_id) : null,
   ]);
   if (!invoice || !sources) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
   if (noteKind && !note) throw new Error(`e-mail ${email.id}: its ${noteKind} note is gone`);
   const merchant = asChargingMerchant(sources.provider_fields, sources.merchant);
   const { dte } = sources;
+  // The invoice e-mail and reminders carry the invoice; a checkout's invoice is never e-mailed, so
+  // its receipt, the one message the customer gets, carries its tax document (docs/decisions.md §20).
+  const checkoutReceipt = email.kind === 'receipt' && invoice.source === 'checkout' && dte !== null;
+  const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder' || checkoutReceipt;
   const locale = email.locale;
   const vars = {
     merchant: merchant.name,
@@ -114,7 +117,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     attachments.push({ filename: `${invoice.invoice_number ?? invoice.id}.pdf`, content: pdf.content, contentType: 'application/pdf' });
   }
   // docs/decisions.md §15: the invoice e-mail carries the tax document beside its printed representation.
-  if (email.kind === 'invoice' && dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
+  if ((email.kind === 'invoice' || checkoutReceipt) && dte) attachments.push({ filename: dteFilename(dte.dte_type, dte.folio), content: dte.envio_xml, contentType: 'application/xml' });
   if (note) {
     const pdf = await printNote(deps.sql, { note, invoice, merchant });
     attachments.push({ filename: pdf.filename, content: pdf.content, contentType: 'application/pdf' });
