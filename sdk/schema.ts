@@ -9804,7 +9804,7 @@ export interface operations {
                 created_gte?: string;
                 /** @description Only events created before this instant */
                 created_lt?: string;
-                /** @description false: events some endpoint of yours has not received yet or gave up on (a delivery not successful, and no replay of it that was); true: events every endpoint they were sent to received */
+                /** @description false: events some endpoint of yours has not received yet or gave up on (a delivery not successful, and no replay of it that was); true: events every endpoint they were sent to received. An endpoint disabled when the event happened was sent nothing and counts for neither (POST /webhooks/endpoints/{endpoint_id}/recover sends it such events) */
                 delivery_success?: "true" | "false";
             };
             header?: never;

@@ -249,6 +249,11 @@ t.test('deliveries: the body received, delivery_success, recover', async (t) => 
     const [whileOff] = await storedEvents(h, merchantId);
     await until('the event at /ok', () => hits(receiver, '/ok', whileOff!.id).length === 1);
     t.equal((await deliveries(h, down.id)).filter((d) => d.event_id === whileOff!.id).length, 0, 'no delivery to a disabled endpoint');
+    // Sent to /ok only, which received it: a delivered event, as Stripe counts pending webhooks.
+    const listed = async (success: boolean) =>
+      (await h.api('GET', `/events?delivery_success=${success}&created_gte=${encodeURIComponent(since)}`, { key })).body.data.some((e: Ev) => e.id === whileOff!.id);
+    await until('its delivery to /ok recorded', async () => listed(true));
+    t.notOk(await listed(false), 'delivery_success=false leaves out what a disabled endpoint was never sent');
     const refused = await h.api('POST', `/webhooks/endpoints/${down.id}/recover`, { key, body: { since } });
     field(t, refused, 'endpoint_id', 'a disabled endpoint');
     t.equal((await h.api('PATCH', `/webhooks/endpoints/${down.id}`, { key, body: { enabled: true } })).status, 200);

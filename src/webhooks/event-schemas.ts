@@ -118,7 +118,8 @@ export const listEventsQuery = z
       .meta({
         description:
           'false: events some endpoint of yours has not received yet or gave up on (a delivery not successful, and no replay of it that was); ' +
-          'true: events every endpoint they were sent to received',
+          'true: events every endpoint they were sent to received. An endpoint disabled when the event happened was sent nothing and counts for neither ' +
+          '(POST /webhooks/endpoints/{endpoint_id}/recover sends it such events)',
       }),
   })
   .refine((q) => q.created_gte === undefined || q.created_lt === undefined || Date.parse(q.created_lt) > Date.parse(q.created_gte), {
