@@ -265,6 +265,9 @@ t.test('a checkout paid end to end gets its boleta accepted, e-mailed with the r
   const [receipt, ...more] = await smtp.waitFor(1, 60_000);
   t.same(more, [], 'one e-mail');
   t.equal(receipt!.headers.get('x-invoice-id'), invoice_id);
+  t.match(receipt!.subject, new RegExp(`^Recibo de pago: boleta ${invoice.invoice_number} de `), 'a boleta, not a factura, by name');
+  t.match(receipt!.text, new RegExp(`por la boleta ${invoice.invoice_number} el`));
+  t.notMatch(receipt!.text + receipt!.html, /\bfactura\b/i, 'the word factura nowhere');
   t.same(
     receipt!.attachments.map((a) => [a.filename, a.contentType]),
     [

@@ -109,6 +109,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     // docs/decisions.md §11: the button offers to pay only where the hosted page can take the payment.
     canPay: merchant.can_charge,
     issuer: legalProfile(merchant),
+    document: invoice.dte_type === 39 || invoice.dte_type === 41 ? 'boleta' : 'invoice',
   });
   const attachments: Mail.Attachment[] = [];
   if (attachesPdf) {

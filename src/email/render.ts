@@ -18,7 +18,16 @@ interface KindStrings {
   cta_pay?: string;
 }
 
-type Strings = Record<EmailKind, KindStrings> & { footer: string; issuer: string; reasons: Record<DisabledReason, string> };
+/** The document an invoice's e-mails name: a consumer's boleta (39, 41) is no factura. */
+export type DocumentNoun = 'invoice' | 'boleta';
+
+type Strings = Record<EmailKind, KindStrings> & {
+  footer: string;
+  issuer: string;
+  reasons: Record<DisabledReason, string>;
+  /** `{{document}}` in a phrase, lower case; `{{Document}}` opens a sentence with it. */
+  documents: Record<DocumentNoun, string>;
+};
 
 export interface RenderedEmail {
   subject: string;
@@ -75,11 +84,28 @@ export interface EmailOptions {
   canPay?: boolean;
   /** The issuer's legal profile, printed under the footer when the merchant has one. */
   issuer?: LegalProfile | null;
+  /** What the invoice is to its reader; a factura (an invoice) unless said. */
+  document?: DocumentNoun;
 }
 
 export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, opts: EmailOptions = {}): RenderedEmail {
   const s = strings[locale];
-  const v = { client: '', number: '', note: '', total: '', due_date: '', amount: '', paid_on: '', endpoint_url: '', endpoint_id: '', reason: '', ...vars };
+  const noun = s.documents[opts.document ?? 'invoice'];
+  const v = {
+    client: '',
+    number: '',
+    note: '',
+    total: '',
+    due_date: '',
+    amount: '',
+    paid_on: '',
+    endpoint_url: '',
+    endpoint_id: '',
+    reason: '',
+    document: noun,
+    Document: noun.charAt(0).toUpperCase() + noun.slice(1),
+    ...vars,
+  };
   const body = opts.customMessage ?? phrase(s[kind].body, v);
   const view = {
     lang: locale,
@@ -87,7 +113,7 @@ export function renderEmail(kind: EmailKind, locale: Locale, vars: EmailVars, op
     merchant: vars.merchant,
     greeting: phrase(s[kind].greeting, v),
     paragraphs: body.split(/\r?\n\s*\r?\n/).map((p) => p.trim()).filter(Boolean),
-    cta: (opts.canPay ? s[kind].cta_pay : undefined) ?? s[kind].cta,
+    cta: phrase((opts.canPay ? s[kind].cta_pay : undefined) ?? s[kind].cta, v),
     url: vars.url,
     footer: phrase(s.footer, v),
     issuer: opts.issuer ? phrase(s.issuer, opts.issuer) : null,
