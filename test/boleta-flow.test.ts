@@ -87,6 +87,12 @@ t.test("a consumer's invoice gets a boleta 39, uploaded, polled past processing 
   t.equal(xml.statusCode, 200);
   assertValid(t, xml.rawPayload, 'EnvioBOLETA', "the invoice's dte.xml");
 
+  // The hosted page names what the consumer holds.
+  const page = await h.app.inject({ url: new URL(sent.public_url).pathname });
+  t.equal(page.statusCode, 200);
+  t.match(page.body, `<title>Boleta ${sent.invoice_number} · `, 'the page calls it a boleta');
+  t.notMatch(page.body, /\bfactura\b/i, 'never a factura');
+
   await h.startWorker();
   const invoice = await invoiceWhen(h, key, id, 'accepted');
   t.equal(standin.uploads.length, 1, 'uploaded once');

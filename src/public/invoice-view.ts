@@ -14,7 +14,10 @@ export const labelKeys = [
   'forbiddenBody', 'payFailedTitle', 'payFailedBody',
 ] as const;
 
-export type PublicLabels = Record<(typeof labelKeys)[number], string> & { statuses: Record<string, string> };
+type LabelKey = (typeof labelKeys)[number];
+
+/** The page's words; `boleta` replaces those that would call a consumer's boleta (39, 41) a factura. */
+export type PublicLabels = Record<LabelKey, string> & { statuses: Record<string, string>; boleta: Partial<Record<LabelKey, string>> };
 
 /** Where the Pay form posts, and the token that proves the post came from this page. */
 export interface PayForm {
@@ -27,7 +30,8 @@ export interface PayForm {
  * the merchant can charge, and the merchant's own payment instructions (or, with none, a word to
  * contact it) when it cannot (docs/decisions.md §11).
  */
-export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchant, L: PublicLabels, pdfUrl: string, payForm: PayForm) {
+export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchant, labels: PublicLabels, pdfUrl: string, payForm: PayForm) {
+  const L = invoice.dte_type === 39 || invoice.dte_type === 41 ? { ...labels, ...labels.boleta } : labels;
   const locale = invoice.locale;
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const due = amountDue(invoice);

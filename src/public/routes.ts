@@ -36,7 +36,7 @@ let assets: Assets | null = null;
 function load(): Assets {
   if (assets) return assets;
   const css = readPublic('style.css');
-  const labels = (file: string) => readLabels<PublicLabels>(file, labelKeys, { statuses: [] });
+  const labels = (file: string) => readLabels<PublicLabels>(file, labelKeys, { statuses: [], boleta: [] });
   assets = {
     css,
     styleHash: styleHash(css),
