@@ -94,6 +94,8 @@ t.test('listing: order, paging, filters, one event, refusals', async (t) => {
     t.ok(res.body.data.length >= 3);
     const offset = await h.api('GET', `/events?created_gte=${encodeURIComponent('2000-01-01T00:00:00-03:00')}`, { key });
     t.equal(offset.body.data.length, stored.length, 'an offset is RFC 3339 too');
+    const lower = await h.api('GET', `/events?created_gte=${from.toLowerCase()}&created_lt=${to.toLowerCase()}`, { key });
+    t.same(lower.body.data, res.body.data, 'so are a lower-case t and z (RFC 3339 §5.6)');
   });
 
   t.test('GET one is the list entry; unknown, another merchant\'s, malformed', async (t) => {

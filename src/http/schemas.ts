@@ -19,6 +19,15 @@ export const pagingQuery = {
   offset: queryInteger(0, null, 0),
 };
 
+/**
+ * An instant a client sends, RFC 3339 with its offset (Z or ±hh:mm). Its "T" and "Z" may be lower
+ * case (RFC 3339 §5.6): read as upper case.
+ */
+export const rfc3339 = z.preprocess(
+  (v) => (typeof v === 'string' ? v.toUpperCase() : v),
+  z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' }),
+);
+
 export const timestamp = z.string().meta({ format: 'date-time', example: '2026-11-22T03:16:13.123Z' });
 
 export const link = z.object({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { decimalPlaces } from '../money.js';
 import { locales } from '../format.js';
 import { createClientBody } from '../clients/schemas.js';
-import { link, multiLine, oneLine, oneLineCheck, pagingQuery, timestamp, uuid } from '../http/schemas.js';
+import { link, multiLine, oneLine, oneLineCheck, pagingQuery, rfc3339, timestamp, uuid } from '../http/schemas.js';
 
 export const invoiceStatuses = ['draft', 'sent', 'viewed', 'paid', 'overdue', 'cancelled'] as const;
 export type InvoiceStatus = (typeof invoiceStatuses)[number];
@@ -145,7 +145,7 @@ export const listInvoicesQuery = z.strictObject({
   status: z.enum(invoiceStatuses).optional(),
   client_id: uuid.optional(),
   external_reference: z.string().max(255).optional(),
-  updated_since: z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' }).optional(),
+  updated_since: rfc3339.optional(),
 });
 
 export const invoiceItemResource = z.object({

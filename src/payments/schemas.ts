@@ -1,10 +1,8 @@
 import { z } from 'zod';
-import { pagingQuery, timestamp, uuid } from '../http/schemas.js';
+import { pagingQuery, rfc3339, timestamp, uuid } from '../http/schemas.js';
 
 export const paymentStatuses = ['succeeded', 'failed'] as const;
 export type PaymentStatus = (typeof paymentStatuses)[number];
-
-const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
 
 export const paymentIdParams = z.strictObject({ payment_id: uuid });
 

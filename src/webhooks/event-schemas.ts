@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pagingQuery, timestamp, uuid } from '../http/schemas.js';
+import { pagingQuery, rfc3339, timestamp, uuid } from '../http/schemas.js';
 import { checkoutSession } from '../checkout/schemas.js';
 import { clientResource } from '../clients/schemas.js';
 import { creditNoteResource, debitNoteResource } from '../invoices/note-schemas.js';
@@ -65,8 +65,6 @@ function eventSchema(type: EventType) {
 export const eventSchemas = Object.fromEntries(eventTypeNames.map((type) => [type, eventSchema(type)])) as Record<EventType, ReturnType<typeof eventSchema>>;
 
 // ─── The events API (docs/decisions.md §18) ──────────────────────────────────────────
-
-const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
 
 /**
  * An event as GET /events answers it: the stored body, which is the body of its deliveries to

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { oneLine, timestamp, uuid } from '../http/schemas.js';
+import { oneLine, rfc3339, timestamp, uuid } from '../http/schemas.js';
 import { eventTypeNames } from '../events/emit.js';
 
 export const eventType = z.enum(eventTypeNames, { message: `must be one of: ${eventTypeNames.join(', ')}` });
@@ -124,8 +124,6 @@ export const verifyResult = z
     expected_signature: z.string().optional().meta({ description: 'The header we would have sent, when invalid and the payload was given' }),
   })
   .meta({ id: 'SignatureVerification' });
-
-const rfc3339 = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 timestamp' });
 
 export const recoverBody = z
   .strictObject({
