@@ -316,6 +316,35 @@ t.test('deliveries', async (t) => {
     await h.api('DELETE', `/webhooks/endpoints/${ep.id}`, { key });
   });
 
+  t.test('Retry-After on another status (a 500) is not heeded: the schedule decides', async (t) => {
+    receiver.reply((req) =>
+      req.path === '/err' && receiver.received.filter((r) => r.path === '/err').length === 1 ? { status: 500, headers: { 'retry-after': '3600' } } : { status: 200, body: 'ok' },
+    );
+    const ep = await createEndpoint(h, key, { url: receiver.url('/err'), events: ['client.created'] });
+    await h.api('POST', '/clients', { key, body: { name: 'Err', email: 'err@example.cl' } });
+    await until('success', async () => (await deliveries(h, ep.id))[0]?.status === 'success', 30_000);
+    const hits = receiver.received.filter((r) => r.path === '/err');
+    t.ok(hits[1]!.at - hits[0]!.at < 30_000, `the retry came ${hits[1]!.at - hits[0]!.at} ms later, not an hour`);
+    receiver.reply(() => ({ status: 200, body: 'ok' }));
+    await h.api('DELETE', `/webhooks/endpoints/${ep.id}`, { key });
+  });
+
+  t.test("a disabled sandbox endpoint's waiting retries stop, as any endpoint's do", async (t) => {
+    receiver.reply((req) => (req.path === '/sbx-off' ? { status: 503, headers: { 'retry-after': '4' } } : { status: 200, body: 'ok' }));
+    const ep = await createEndpoint(h, key, { url: receiver.url('/sbx-off'), events: ['client.created'], is_sandbox: true });
+    await h.api('POST', '/clients', { key, body: { name: 'Sandbox off', email: 'sbx-off@example.cl' } });
+    await until('the first attempt', async () => (await deliveries(h, ep.id))[0]?.attempts === 1);
+    t.equal((await h.api('PATCH', `/webhooks/endpoints/${ep.id}`, { key, body: { enabled: false } })).status, 200);
+    const [d] = await until('the delivery to stop', async () => {
+      const ds = await deliveries(h, ep.id);
+      return ds[0]?.status === 'failed' ? ds : null;
+    }, 30_000);
+    t.match(d, { attempts: 1, last_error: 'endpoint disabled' }, 'stopped with no attempt more');
+    t.equal(receiver.received.filter((r) => r.path === '/sbx-off').length, 1, 'the receiver got only the first');
+    receiver.reply(() => ({ status: 200, body: 'ok' }));
+    await h.api('DELETE', `/webhooks/endpoints/${ep.id}`, { key });
+  });
+
   t.test('a 410 disables the endpoint at once (reason gone); nothing more is sent', async (t) => {
     receiver.reply((req) => (req.path === '/gone' ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
     const ep = await createEndpoint(h, key, { url: receiver.url('/gone'), events: ['client.created'] });

@@ -182,7 +182,9 @@ async function attemptClaimed(
     if (await dq.attemptOwed(db, deliveryId, attempt)) throw new DeliveryInFlightError(deliveryId, attempt);
     return null;
   }
-  if (!claimed.endpoint_enabled && !claimed.is_test) {
+  // A disabled endpoint gets nothing but what POST .../test sends it; a sandbox's deliveries are
+  // is_test too, and stop like any other.
+  if (!claimed.endpoint_enabled && !claimed.from_test_route) {
     await dq.failWithoutAttempt(db, deliveryId, 'endpoint disabled', now);
     return dq.getDelivery(db, deliveryId);
   }

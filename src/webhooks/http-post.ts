@@ -14,6 +14,7 @@ export interface PostResult {
   /** Null when no HTTP answer arrived (refused, timed out, TLS error, forbidden address). */
   status: number | null;
   body: string | null;
+  /** A 429's or 503's Retry-After, in seconds. */
   retryAfterSeconds: number | null;
   error: string | null;
   /** Set with `error`: what the API may tell of it. */
@@ -153,7 +154,8 @@ export async function postWebhook(
     return {
       status: res.statusCode ?? null,
       body: text,
-      retryAfterSeconds: parseRetryAfter(res.headers['retry-after'], now),
+      // docs/decisions.md §10: only a 429 or a 503 asks to wait; another status's header is not heeded.
+      retryAfterSeconds: res.statusCode === 429 || res.statusCode === 503 ? parseRetryAfter(res.headers['retry-after'], now) : null,
       error: null,
       errorCategory: null,
       durationMs: elapsed(),
