@@ -6,6 +6,7 @@ import type { Writable } from 'node:stream';
 import type { AppContext } from './http/context.js';
 import { AppError } from './errors.js';
 import { registerApi } from './http/api.js';
+import { registerDrain } from './http/drain.js';
 import { unstorableJson } from './http/validation.js';
 import { envelopeOf, sendError, toAppError } from './http/envelope.js';
 import { migrationsCurrent } from './migrate.js';
@@ -19,6 +20,7 @@ import { registerHostedPageLimit } from './public/page-limit.js';
 import { registerAdmin } from './admin/routes.js';
 import { API_PREFIX, isApiPath, maskTokens } from './http/urls.js';
 import { loggerOptions } from './logger.js';
+import { SHUTDOWN_GRACE_MS } from './shutdown.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ONE_MIB = 1024 * 1024;
@@ -29,6 +31,9 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 const TIMEOUT_CHECK_MS = 1_000;
 // A year, the floor browsers' preload lists ask for.
 const HSTS = 'max-age=31536000; includeSubDomains';
+// Requests begun before a SIGTERM get this long to end; the rest of the grace period closes the
+// pools and exits.
+const DRAIN_CAP_MS = SHUTDOWN_GRACE_MS - 5_000;
 
 export interface BuildOptions {
   logger?: boolean;
@@ -125,20 +130,13 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     },
   });
 
-  let closing = false;
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
-    if (closing) {
-      reply.header('Connection', 'close');
-      throw new AppError('service_unavailable', 'The server is restarting; retry shortly.');
-    }
   });
+  registerDrain(app, DRAIN_CAP_MS);
   app.addHook('onSend', async (request, reply, payload) => {
     answerHeaders(request, reply);
     return payload;
-  });
-  app.addHook('preClose', async () => {
-    closing = true;
   });
 
   // An empty body is "no body" (POST /send has none); anything else must be valid JSON.

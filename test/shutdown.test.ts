@@ -73,7 +73,7 @@ function parseResponses(data: Buffer): RawResponse[] {
   return out;
 }
 
-t.test('web: SIGTERM finishes the request in flight, answers a new one 503 with Connection: close, exits 0', async (t) => {
+t.test('web: SIGTERM finishes the request in flight, answers new ones 503 with Connection: close until then, exits 0', async (t) => {
   const h = await testApp(t);
   const { key } = await h.key(['*']);
   const invoice = await h.api('POST', '/invoices', { key, body: invoiceBody({ send_immediately: true }) });
@@ -118,14 +118,17 @@ t.test('web: SIGTERM finishes the request in flight, answers a new one 503 with 
 
   const signalledAt = Date.now();
   web.process.kill('SIGTERM');
-  // Stopping has begun once the listener is gone: a new connection is refused from then on.
-  await until('the server to stop listening', () =>
-    new Promise<boolean>((resolve) => {
-      const probe = net.connect(port, '127.0.0.1');
-      probe.once('connect', () => (probe.destroy(), resolve(false)));
-      probe.once('error', () => resolve(true));
-    }),
-  );
+  // While the request in flight runs, the server still listens: a new connection's request is
+  // answered 503 with Connection: close.
+  const fresh = await until('a new request answered 503', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}${API_PREFIX}/me`, { headers: { 'x-api-key': key } });
+    return res.status === 503 ? res : (await res.arrayBuffer(), null);
+  });
+  t.equal(fresh.headers.get('connection'), 'close', 'a new connection: 503 with Connection: close');
+  t.match(await fresh.json(), { code: 'service_unavailable', retry: 'safe' });
+  const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+  t.equal(health.status, 503, 'the health check says so too');
+  await health.arrayBuffer();
   // A client reusing its open connection still reaches the stopping server.
   socket.write(`GET ${API_PREFIX}/me HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${key}\r\nX-Request-Id: after-sigterm\r\n\r\n`);
   await new Promise((r) => setTimeout(r, 200));
@@ -147,5 +150,10 @@ t.test('web: SIGTERM finishes the request in flight, answers a new one 503 with 
 
   const exit = await web.exited;
   t.same({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, 'exit code 0');
+  const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+    () => false,
+    () => true,
+  );
+  t.ok(refused, 'once it has exited, nothing listens');
   t.ok(exit.at - signalledAt < HEROKU_GRACE_MS, `exited ${exit.at - signalledAt} ms after SIGTERM`);
 });
