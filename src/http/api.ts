@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { AppContext } from './context.js';
 import { type ApiKey, type AuthContext, ipAllowed } from './auth.js';
@@ -129,6 +130,8 @@ async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, k
   return found.kind === 'new' ? { kind: 'in_progress' } : found;
 }
 
+const NOTHING = z.strictObject({});
+
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const auth = request.auth!;
   const params = request.apiParams ?? {};
@@ -142,8 +145,10 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   // comma-separated), so a repeated one is refused by name rather than as "not a number".
   const repeated = Object.entries(request.query ?? {}).filter(([, v]) => Array.isArray(v));
   if (repeated.length) throw AppError.validation(repeated.map(([name]) => ({ path: name || 'query', message: 'must be given once' })));
-  const query = def.query ? parseOrThrow(def.query, request.query ?? {}, 422, '', 'query') : {};
-  const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : undefined;
+  // A route that takes no parameters or no body still refuses them: a typo never passes unread
+  // (docs/decisions.md §3). An empty object is no body.
+  const query = parseOrThrow(def.query ?? NOTHING, request.query ?? {}, 422, '', 'query');
+  const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : void parseOrThrow(NOTHING, request.body ?? {});
   const input = { params, query, body, auth, ctx };
 
   if (def.method === 'GET' || def.ownTransactions) {
