@@ -302,6 +302,19 @@ t.test('invoice lifecycle', async (t) => {
       t.equal((await h.api('GET', `/invoices/${id}`, { key })).body.status, 'sent', 'still sent');
       const ok = await h.api('POST', `/invoices/${id}/mark-paid`, { key, body: { payment_amount: 11900.0 } });
       t.equal(ok.status, 200, 'the exact total passes');
+
+      // More decimals than any currency has is the body's fault, whatever the invoice: 422 before 404 or 409.
+      const draft = (await create(h, key)).body.invoice_id as string;
+      for (const [what, target] of [['an unknown invoice', '01a22315-71af-7662-9d8d-ac281d6a9c7e'], ['a draft', draft]] as const) {
+        const res = await h.api('POST', `/invoices/${target}/mark-paid`, { key, body: { payment_amount: 1.23456 } });
+        t.equal(res.status, 422, `5 decimals on ${what}: 422`);
+        t.same(res.body.details.errors, [{ path: 'payment_amount', message: 'at most 4 decimals' }]);
+      }
+      // An invoice of free lines totals 0, and 0 is its amount.
+      const free = await create(h, key, { send_immediately: true, items: [{ description: 'Muestra gratis', quantity: 1, unit_price: 0 }] });
+      t.equal(free.body.total, '0.00');
+      const zero = await h.api('POST', `/invoices/${free.body.invoice_id}/mark-paid`, { key, body: { payment_amount: 0 } });
+      t.equal(zero.status, 200, 'a total of 0 paid with 0');
     });
 
     t.test('10 concurrent mark-paid: one 200, one payment', async (t) => {

@@ -310,10 +310,13 @@ export const markPaidBody = z.strictObject({
   payment_method: oneLine().trim().min(1).max(100).optional().meta({ description: 'Informational, e.g. transfer' }),
   paid_at: z.string().max(100).optional().meta({ description: 'Ignored: the payment is recorded at server time', deprecated: true }),
   notes: multiLine(50).max(1000).optional().meta({ description: 'At most 50 line breaks (\n or \r\n)' }),
+  // 0 is a total too (an invoice of free lines); 4 decimals are the most any currency has (CLF),
+  // so a body that no invoice could match is refused before the invoice is looked up.
   payment_amount: z
     .number()
-    .gt(0)
+    .min(0)
     .max(1e15)
+    .refine(maxDecimals(4), 'at most 4 decimals')
     .optional()
     .meta({ description: "When given, must equal the invoice total at the currency's precision" }),
 });
