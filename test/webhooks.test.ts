@@ -354,6 +354,7 @@ t.test('deliveries', async (t) => {
       return r.enabled ? null : r;
     });
     t.equal(row.disabled_reason, 'gone');
+    t.equal(row.consecutive_failures, 1, 'the 410 is a failed attempt, counted');
     t.ok(row.disabled_at);
     const [d] = await deliveries(h, ep.id);
     t.equal(d!.status, 'failed');

@@ -276,11 +276,12 @@ async function recordFailedAttempt(
   const write = async (tx: Queryable): Promise<dq.DeliveryRow | null> => {
     const now = clock.now();
     let disabled: eq.EndpointRow | null = null;
-    if (counts && verdict === 'gone') disabled = await eq.disableEndpoint(tx, d.endpoint_id, 'gone', now);
-    if (counts && verdict === 'failure') {
+    if (counts) {
+      // A 410 is a failed attempt like any (consecutive_failures counts it) that also ends the endpoint.
       const ep = await eq.recordEndpointFailure(tx, d.endpoint_id, now);
       const oldEnough = ep?.failing_since && now.getTime() - ep.failing_since.getTime() >= deps.config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000;
-      if (ep && ep.enabled && ep.consecutive_failures >= deps.config.WEBHOOK_DISABLE_AFTER_FAILURES && oldEnough) {
+      if (verdict === 'gone') disabled = await eq.disableEndpoint(tx, d.endpoint_id, 'gone', now);
+      else if (ep && ep.enabled && ep.consecutive_failures >= deps.config.WEBHOOK_DISABLE_AFTER_FAILURES && oldEnough) {
         disabled = await eq.disableEndpoint(tx, d.endpoint_id, 'consecutive_failures', now);
       }
     }
