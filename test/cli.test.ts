@@ -41,4 +41,19 @@ t.test('the CLI refuses bad input with a JSON error and a non-zero exit', async 
   const err = await runCli(h.dbUrl, 'keys', 'create', '--merchant', '01a206ed-7a6d-73e1-a5e5-cb81cf0e70a0', '--scopes', 'everything');
   t.equal(err.code, 1);
   t.match(err.out, { error: { code: 'validation_error' } });
+
+  // An allowed range names its network: host bits set are refused by name, with the range meant.
+  const merchant = await h.merchant();
+  for (const [range, message] of [
+    ['10.1.2.3/8', "must be a range's network address (10.0.0.0/8), with no host bits set"],
+    ['2001:db8::1/32', "must be a range's network address (2001:db8::/32), with no host bits set"],
+    ['10.0.0.0/33', 'must be an IP address or CIDR range'],
+    ['intranet', 'must be an IP address or CIDR range'],
+  ]) {
+    const bad = await runCli(h.dbUrl, 'keys', 'create', '--merchant', merchant.id, '--scopes', '*', '--allow-ip', range!);
+    t.equal(bad.code, 1, `${range}: refused`);
+    t.match(bad.out, { error: { code: 'validation_error', details: { errors: [{ path: 'allowed_ips[0]', message }] } } }, `${range}: ${message}`);
+  }
+  const good = await cli(h.dbUrl, 'keys', 'create', '--merchant', merchant.id, '--scopes', '*', '--allow-ip', '10.0.0.0/8');
+  t.same(good.allowed_ips, ['10.0.0.0/8'], 'a network range is kept');
 });

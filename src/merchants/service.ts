@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
@@ -15,14 +16,20 @@ import * as q from './queries.js';
 
 export const paymentProviders = ['sandbox', 'webpay', 'mercadopago'] as const;
 
-const cidr = z.string().refine((v) => {
+const cidr = z.string().superRefine((v, ctx) => {
   const [addr, bits, extra] = v.split('/');
-  if (extra !== undefined || !addr) return false;
-  const family = isIP(addr);
-  if (!family) return false;
-  if (bits === undefined) return true;
-  return /^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
-}, 'must be an IP address or CIDR range');
+  const family = addr ? isIP(addr) : 0;
+  if (extra !== undefined || !addr || !family || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)))) {
+    ctx.addIssue({ code: 'custom', message: 'must be an IP address or CIDR range' });
+    return;
+  }
+  if (bits === undefined) return;
+  // A range names its network: 10.1.2.3/8 has host bits set, which PostgreSQL's cidr refuses.
+  const network = (family === 4 ? ipaddr.IPv4 : ipaddr.IPv6).networkAddressFromCIDR(v).toString();
+  if (network !== ipaddr.parse(addr).toString()) {
+    ctx.addIssue({ code: 'custom', message: `must be a range's network address (${network}/${bits}), with no host bits set` });
+  }
+});
 
 export const createMerchantInput = z.strictObject({
   name: oneLine().trim().min(1).max(200),
