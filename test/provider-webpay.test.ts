@@ -159,6 +159,25 @@ t.test('webpay', async (t) => {
     t.equal((await paymentsOf(h, c.invoice_id)).length, 1);
   });
 
+  t.test("a commit whose answer was lost: the customer's reload finds the payment Webpay made, recorded once", async (t) => {
+    const { key } = await seller(h);
+    const c = await create(h, key);
+    const tx = [...webpay.transactions.values()].find((x) => x.session_id === c.checkout_id)!;
+    const back = webpay.pay(tx.token);
+    webpay.loseCommitAnswers = 1;
+    const lost = await ret(back);
+    t.equal(tx.commits, 1, 'Webpay committed');
+    t.not(lost.headers.location, SUCCESS, 'with no answer, no success claimed');
+    t.same(await paymentsOf(h, c.invoice_id), [], 'nothing recorded yet');
+    // The reload commits again, which Webpay refuses (422) for a committed transaction.
+    const reload = await ret(back);
+    t.equal(reload.statusCode, 303);
+    t.equal(reload.headers.location, SUCCESS, 'the reload lands on success_url');
+    t.equal(tx.commits, 1, 'never committed twice');
+    t.same(await paymentsOf(h, c.invoice_id), [{ status: 'succeeded', provider: 'webpay', transaction_id: tx.token }], 'the payment recorded, once');
+    t.match(await sessionRow(h, c.checkout_id), { status: 'completed', payment_status: 'paid' });
+  });
+
   t.test('declined at the bank: payment.failed, back to cancel_url, the session stays payable with a new transaction', async (t) => {
     const { key } = await seller(h);
     const c = await create(h, key);

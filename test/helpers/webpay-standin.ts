@@ -29,8 +29,9 @@ export interface WebpayTransaction {
  * Transbank's Webpay Plus, as far as the official SDK and a customer's browser see it: create,
  * commit (PUT) and status (GET) under its REST path with its key headers, and a form page where
  * the customer pays, is declined or leaves, sent back to the return URL by GET as Webpay does.
- * Scriptable: `down` answers 503, `credentials` are the only ones it accepts (else 401), and
- * `commitGate` holds commits so tests can overlap them.
+ * Scriptable: `down` answers 503, `credentials` are the only ones it accepts (else 401),
+ * `commitGate` holds commits so tests can overlap them, and `loseCommitAnswers` commits and then
+ * resets the connection instead of answering.
  */
 export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void }) {
   const transactions = new Map<string, WebpayTransaction>();
@@ -38,6 +39,8 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
     down: false,
     credentials: { commerceCode: WEBPAY_COMMERCE_CODE, apiKey: WEBPAY_API_KEY },
     commitGate: null as Promise<void> | null,
+    /** How many commits to make and then lose the answer of (the connection reset): a commit whose answer never came back. */
+    loseCommitAnswers: 0,
     /** Every API call, as `METHOD path`. */
     calls: [] as string[],
     /** Runs as each API call arrives, before it is answered: a test looks at the database then. */
@@ -101,6 +104,10 @@ export async function startWebpayStandIn(t: { teardown(fn: () => unknown): void 
       }
       tx.commits += 1;
       tx.status = tx.form === 'approved' ? 'AUTHORIZED' : 'FAILED';
+      if (state.loseCommitAnswers > 0) {
+        state.loseCommitAnswers -= 1;
+        return void res.socket?.destroy();
+      }
       return sendJson(res, 200, answer(tx));
     }
     return sendJson(res, 405, { error_message: 'Method not allowed' });

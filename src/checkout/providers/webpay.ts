@@ -62,6 +62,14 @@ function outcome(token: string, answer: WebpayAnswer): PaymentResult {
   return { status: paid ? 'succeeded' : 'failed', transactionId: token, method };
 }
 
+/** The transaction's status once committed (AUTHORIZED, FAILED, or reversed since); null while it never was. */
+async function committedStatus(tx: InstanceType<typeof WebpayPlus.Transaction>, token: string): Promise<WebpayAnswer | null> {
+  const answer = (await asked(
+    tx.status(token).catch((err: unknown) => (httpStatus(err) === 422 || httpStatus(err) === 404 ? null : Promise.reject(err))),
+  )) as WebpayAnswer | null;
+  return answer?.status && answer.status !== 'INITIALIZED' ? answer : null;
+}
+
 /**
  * Transbank Webpay Plus through the official SDK (docs/decisions.md §16). A session is a transaction
  * created with our buy order and return URL; the hosted page posts `token_ws` to Webpay's form;
@@ -89,18 +97,23 @@ export function webpayProvider(baseUrl: string = Environment.Production): Paymen
       return { sessionId: created.token, reference: order, redirect: { url: created.url, method: 'post', fields: { token_ws: created.token } } };
     },
     async confirmPayment(req) {
-      // Webpay answers 422 to a commit of a transaction that timed out, was aborted, or is too old.
-      const answer = (await asked(transaction(req.credentials ?? {}).commit(req.sessionId), [404, 422])) as WebpayAnswer;
-      return outcome(req.sessionId, answer);
+      const tx = transaction(req.credentials ?? {});
+      try {
+        // Webpay answers 422 to a commit of a transaction that timed out, was aborted, or is too old.
+        return outcome(req.sessionId, (await asked(tx.commit(req.sessionId), [404, 422])) as WebpayAnswer);
+      } catch (err) {
+        if (!(err instanceof ProviderError && err.code === 'provider_session_expired')) throw err;
+        // A transaction already committed is refused the same way: a commit whose answer was lost
+        // (a timeout, a reset) made its payment all the same. Webpay's status tells the two apart.
+        const done = await committedStatus(tx, req.sessionId);
+        if (done) return outcome(req.sessionId, done);
+        throw err;
+      }
     },
     async paymentStatus({ sessionId: token }, credentials) {
-      const answer = (await asked(
-        transaction(credentials)
-          .status(token)
-          // 422: too old for Webpay to tell (over 7 days), or never created there: nothing to apply.
-          .catch((err: unknown) => (httpStatus(err) === 422 || httpStatus(err) === 404 ? null : Promise.reject(err))),
-      )) as WebpayAnswer | null;
-      // INITIALIZED: never committed, so never charged (Webpay reverses what is not committed).
+      // INITIALIZED: never committed, so never charged (Webpay reverses what is not committed); 422:
+      // too old for Webpay to tell (over 7 days), or never created there: nothing to apply.
+      const answer = await committedStatus(transaction(credentials), token);
       return answer?.status === 'AUTHORIZED' ? outcome(token, answer) : null;
     },
   };
