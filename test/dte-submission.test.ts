@@ -142,6 +142,25 @@ t.test('SII down, unavailable, slow or answering garbage: retried, nothing lost,
   t.equal(await eventsOf(h, 'invoice.dte_accepted', second), 1);
 });
 
+t.test("an upload SII refuses for its schema or signature rejects its documents with the reason, and later ones still go up", async (t) => {
+  const standin = await startSiiStandin(t);
+  const { h, key } = await setup(t, standin);
+  standin.faults.refuseUploads = '7';
+  const refused = await sendInvoice(h, key);
+  await invoiceWhen(h, key, refused, 'rejected');
+  const [doc] = await h.sql<{ reason: string }[]>`SELECT reason FROM dte_documents WHERE invoice_id = ${refused}`;
+  t.match(doc!.reason, /STATUS 7 \(the schema is invalid\)/, "SII's refusal as the reason");
+  t.equal(await eventsOf(h, 'invoice.dte_rejected', refused), 1, 'invoice.dte_rejected once');
+  t.equal(standin.uploads.length, 0, 'nothing was taken');
+  const [attempts] = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM dte_submissions`;
+  t.equal(attempts!.n, 1, 'not uploaded again');
+
+  standin.faults.refuseUploads = null;
+  const next = await sendInvoice(h, key);
+  t.match(await invoiceWhen(h, key, next, 'accepted'), { dte_folio: 2 }, 'the next document is not held behind it');
+  t.equal((await h.api('GET', `/invoices/${refused}`, { key })).body.dte_status, 'rejected', 'and the refused one stays rejected');
+});
+
 t.test('an upload whose answer was lost is resolved by asking SII, not by uploading again', async (t) => {
   const standin = await startSiiStandin(t);
   const { h, key } = await setup(t, standin);

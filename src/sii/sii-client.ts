@@ -32,6 +32,19 @@ export class SiiError extends Error {
 /** SII refused the token (expired or unknown): a new one is needed. */
 export class SiiTokenError extends SiiError {}
 
+/**
+ * SII refused the file itself, its schema (STATUS 7) or a signature (8): the same documents would
+ * be refused again, whatever envelope carried them.
+ */
+export class SiiFileRefused extends SiiError {
+  constructor(
+    message: string,
+    readonly uploadStatus: string,
+  ) {
+    super(message, false);
+  }
+}
+
 const REFUSED = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH/;
 
 export async function call(url: string, init: RequestInit): Promise<string> {
@@ -152,7 +165,9 @@ export async function uploadEnvio(base: string, token: string, o: { sender: stri
   const trackId = text(answer, 'TRACKID');
   if (status === '0' && trackId) return trackId;
   // A refusal is an answer: SII took nothing.
-  throw new SiiError(`SII refused the upload: STATUS ${status} (${UPLOAD_REFUSALS[status] ?? 'unknown'})`, false);
+  const refusal = `SII refused the upload: STATUS ${status} (${UPLOAD_REFUSALS[status] ?? 'unknown'})`;
+  if (status === '7' || status === '8') throw new SiiFileRefused(refusal, status);
+  throw new SiiError(refusal, false);
 }
 
 export interface UploadState {

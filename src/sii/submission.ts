@@ -14,7 +14,7 @@ import type { Urls } from '../invoices/resource.js';
 import { enqueue, queues } from '../queue/boss.js';
 import { boletaOutcome, boletaUploadStatus } from './boleta-client.js';
 import { siiTimestamp } from '../dte/issue.js';
-import { documentState, SiiError, SiiTokenError, uploadState, type UploadState } from './sii-client.js';
+import { documentState, SiiError, SiiFileRefused, SiiTokenError, uploadState, type UploadState } from './sii-client.js';
 import { queueSubmission } from '../dte/service.js';
 import * as q from './queries.js';
 import { BOLETA, boletaTokens, DOCUMENT_RECEIVED, sender, SOAP, soapTokens, token, withToken, type Channel, type Claimed, type Sender, type SenderDeps } from './channels.js';
@@ -38,8 +38,6 @@ const POLL_SCHEDULE = [3, 10, 30, 60, 120, 300, 600, 1800, 3600];
 const UPLOAD_REJECTED = new Set(['RSC', 'RCH', 'RPT', 'RFR', 'VOF', 'RCT']);
 const UPLOAD_OBJECTIONS = new Set(['RLV', 'RPR']);
 const UPLOAD_UNDER_WAY = new Set(['REC', 'SOK', 'FOK', 'PDR', 'PRD', 'CRT', '-11', '-8', '004', '005', '007', '106', '107']);
-
-
 
 /**
  * Through each channel, every upload of the merchant whose answer is owed is settled first; then
@@ -107,6 +105,16 @@ async function upload(deps: SubmissionDeps, s: Sender, channel: Channel, claimed
       return send(renewed);
     });
   } catch (err) {
+    if (err instanceof SiiFileRefused) {
+      // Refused for what the documents are: rejected with SII's reason, as an envelope refused after
+      // its upload is (docs/decisions.md §15), rather than sent again forever ahead of later ones.
+      await deps.sql.begin(async (tx) => {
+        const now = clock.now();
+        for (const d of await q.submissionDocuments(tx, claimed.id)) await finish(tx, deps, d, 'rejected', err.message, now);
+        await q.closeSubmission(tx, claimed.id, 'done', `STATUS ${err.uploadStatus}`, now);
+      });
+      return;
+    }
     if (err instanceof SiiError && !err.delivered) {
       // SII took nothing: the documents wait for the next attempt, in a new envelope.
       await deps.sql.begin((tx) => q.abandonSubmission(tx, claimed.id, clock.now()));

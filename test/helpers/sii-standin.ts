@@ -55,6 +55,8 @@ export interface SiiStandin {
     garbage: number;
     /** The next this-many uploads are received, and their answer lost (the connection dropped). */
     loseUploadAnswer: number;
+    /** Every upload refused with this STATUS (7 schema, 8 signature…) while set. */
+    refuseUploads: string | null;
     /** Every answer waits this long first. */
     delayMs: number;
   };
@@ -272,7 +274,7 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
     documentQueries: 0,
     outcome: { kind: 'accepted' },
     underWayPolls: 0,
-    faults: { unavailable: false, garbage: 0, loseUploadAnswer: 0, delayMs: 0 },
+    faults: { unavailable: false, garbage: 0, loseUploadAnswer: 0, refuseUploads: null, delayMs: 0 },
     expireTokens: () => {
       validTokens = new Set();
     },
@@ -325,6 +327,7 @@ export async function startSiiStandin(t: { teardown(fn: () => unknown): void }):
   async function uploadAnswer(req: IncomingMessage, raw: Buffer): Promise<{ answer: string; upload?: Upload }> {
     const token = /(?:^|;\s*)TOKEN=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
     if (!token || !validTokens.has(token)) return { answer: recepcion('5') };
+    if (s.faults.refuseUploads) return { answer: recepcion(s.faults.refuseUploads) };
     const form = await new Response(new Uint8Array(raw), { headers: { 'content-type': req.headers['content-type'] ?? '' } }).formData();
     const file = form.get('archivo');
     if (!(file instanceof Blob)) return { answer: recepcion('2') };
