@@ -130,7 +130,7 @@ async function lookUpAgain(ctx: AppContext, merchantId: string, route: string, k
   return found.kind === 'new' ? { kind: 'in_progress' } : found;
 }
 
-const NOTHING = z.strictObject({});
+const NO_BODY = z.strictObject({});
 
 async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const auth = request.auth!;
@@ -145,10 +145,10 @@ async function runRoute(ctx: AppContext, def: RouteDef, request: FastifyRequest,
   // comma-separated), so a repeated one is refused by name rather than as "not a number".
   const repeated = Object.entries(request.query ?? {}).filter(([, v]) => Array.isArray(v));
   if (repeated.length) throw AppError.validation(repeated.map(([name]) => ({ path: name || 'query', message: 'must be given once' })));
-  // A route that takes no parameters or no body still refuses them: a typo never passes unread
+  const query = def.query ? parseOrThrow(def.query, request.query ?? {}, 422, '', 'query') : {};
+  // A route that takes no body still refuses a field sent in one: a typo never passes unread
   // (docs/decisions.md §3). An empty object is no body.
-  const query = parseOrThrow(def.query ?? NOTHING, request.query ?? {}, 422, '', 'query');
-  const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : void parseOrThrow(NOTHING, request.body ?? {});
+  const body = def.body ? parseOrThrow(def.body, request.body ?? {}) : void parseOrThrow(NO_BODY, request.body ?? {});
   const input = { params, query, body, auth, ctx };
 
   if (def.method === 'GET' || def.ownTransactions) {
