@@ -175,7 +175,6 @@ export async function markPaymentFailed(db: Queryable, id: string, claim: string
   return rows[0] ?? null;
 }
 
-/** Past its deadline, unless a payment attempt still holds it; a claim that ran out ends here. */
 /**
  * Holds the invoice a session owns until the caller's transaction ends. Taken before the session's
  * own row, in the order a payment claim takes the two (the invoice's share lock, then the
@@ -189,6 +188,7 @@ export async function lockSessionInvoice(db: Queryable, id: string): Promise<voi
        FOR UPDATE OF i`;
 }
 
+/** Past its deadline, unless a payment attempt still holds it; a claim that ran out ends here. */
 export async function markExpired(db: Queryable, id: string, now: Date): Promise<CheckoutRow | null> {
   const rows = await db<CheckoutRow[]>`
     UPDATE checkout_sessions SET status = 'expired', updated_at = ${now}, payment_claim = NULL, payment_claimed_until = NULL

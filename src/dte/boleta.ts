@@ -13,6 +13,9 @@ import type { SourceInvoice, SourceItem } from './source.js';
 
 export type BoletaType = 39 | 41;
 
+/** A boleta (docs/decisions.md §20): the consumer's document, 39 or 41. */
+export const isBoletaType = (type: number | null): type is BoletaType => type === 39 || type === 41;
+
 /** What is known of the consumer: a boleta needs neither. */
 export interface Consumer {
   name: string | null;

@@ -3,7 +3,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/client.js';
 import { invoiceEmailSources } from './queries.js';
-import type { EmailRow } from '../email-queue/queries.js';
+import type { EmailKind, EmailRow } from '../email-queue/queries.js';
 import { disabledReason, renderEmail } from './render.js';
 import { formatDate, formatMoney } from '../format.js';
 import { getNote, noteDteXml } from '../invoices/note-queries.js';
@@ -15,6 +15,7 @@ import { asChargingMerchant } from '../checkout/credentials.js';
 import { legalProfile } from '../merchants/legal-profile.js';
 import { issuedInvoicePdf, printNote } from '../pdf/store.js';
 import { noteEmailData, noteKindOf } from '../invoices/note-email.js';
+import { isBoletaType } from '../dte/boleta.js';
 import { dteFilename } from '../dte/document.js';
 
 export interface ComposeDeps {
@@ -60,6 +61,16 @@ async function composeEndpointDisabled(deps: ComposeDeps, email: EmailRow): Prom
   };
 }
 
+/** When a kind of e-mail reads the invoice's DTE and PDF: the ones it may attach. */
+const DOCUMENTS_READ: Record<EmailKind, 'always' | 'checkout' | 'never'> = {
+  invoice: 'always',
+  reminder: 'always',
+  receipt: 'checkout',
+  credit_note: 'never',
+  debit_note: 'never',
+  endpoint_disabled: 'never',
+};
+
 /**
  * The message for an e-mail row: rendered from the invoice and its merchant as they are now (the
  * issuer's legal profile, whether it can take payments), PDF attached where due.
@@ -73,7 +84,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   const noteKind = noteKindOf(email.kind);
   const [invoice, sources, note] = await Promise.all([
     getInvoiceWithItems(deps.sql, email.merchant_id, email.invoice_id),
-    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, email.kind === 'invoice' || email.kind === 'reminder' || email.kind === 'receipt'),
+    invoiceEmailSources(deps.sql, email.merchant_id, email.invoice_id, DOCUMENTS_READ[email.kind]),
     noteKind ? getNote(deps.sql, email.merchant_id, noteKind, noteEmailData.parse(email.data).note_id) : null,
   ]);
   if (!invoice || !sources) throw new Error(`e-mail ${email.id}: invoice or merchant is gone`);
@@ -81,8 +92,9 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
   const merchant = asChargingMerchant(sources.provider_fields, sources.merchant);
   const { dte } = sources;
   // The invoice e-mail and reminders carry the invoice; a checkout's invoice is never e-mailed, so
-  // its receipt, the one message the customer gets, carries its tax document (docs/decisions.md §20).
-  const checkoutReceipt = email.kind === 'receipt' && invoice.source === 'checkout' && dte !== null;
+  // its receipt, the one message the customer gets, carries its tax document (docs/decisions.md §20):
+  // a receipt reads the DTE only for a checkout's invoice.
+  const checkoutReceipt = email.kind === 'receipt' && dte !== null;
   const attachesPdf = email.kind === 'invoice' || email.kind === 'reminder' || checkoutReceipt;
   const locale = email.locale;
   const vars = {
@@ -109,7 +121,7 @@ export async function composeEmail(deps: ComposeDeps, email: EmailRow): Promise<
     // docs/decisions.md §11: the button offers to pay only where the hosted page can take the payment.
     canPay: merchant.can_charge,
     issuer: legalProfile(merchant),
-    document: invoice.dte_type === 39 || invoice.dte_type === 41 ? 'boleta' : 'invoice',
+    document: isBoletaType(invoice.dte_type) ? 'boleta' : 'invoice',
   });
   const attachments: Mail.Attachment[] = [];
   if (attachesPdf) {

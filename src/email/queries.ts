@@ -112,10 +112,18 @@ type SourcesRow = MerchantRow & {
  * The merchant (with its provider's credential fields), the invoice's DTE and its stored PDF in
  * one statement, read beside the invoice: one by one they were three more round trips, each on a
  * pooled connection of its own, for every e-mail. The DTE's and the PDF's columns are prefixed so
- * that none is taken for a merchant's (the merchant has a resolution of its own). Without
- * `documents` (a message that attaches neither, a receipt) they are not read: both null.
+ * that none is taken for a merchant's (the merchant has a resolution of its own). `documents`
+ * says when the message attaches them: `always` (the invoice e-mail, a reminder), `checkout` (a
+ * receipt: only a checkout's invoice, never e-mailed itself, has its documents go with it) or
+ * `never`; otherwise they are not read: both null.
  */
-export async function invoiceEmailSources(db: Queryable, merchantId: string, invoiceId: string, documents: boolean): Promise<InvoiceEmailSources | null> {
+export async function invoiceEmailSources(
+  db: Queryable,
+  merchantId: string,
+  invoiceId: string,
+  documents: 'always' | 'checkout' | 'never',
+): Promise<InvoiceEmailSources | null> {
+  const read = documents === 'checkout' ? db`i.source = 'checkout'` : db`${documents === 'always'}`;
   const [row] = await db<SourcesRow[]>`
     SELECT m.*, coalesce(c.fields, '{}') AS provider_fields,
            d.dte_type AS dte_type, d.folio AS dte_folio, d.ted AS dte_ted, d.envio_xml AS dte_envio_xml,
@@ -124,8 +132,8 @@ export async function invoiceEmailSources(db: Queryable, merchantId: string, inv
       FROM merchants m
       LEFT JOIN provider_credentials c ON c.merchant_id = m.id AND c.provider = m.payment_provider
       LEFT JOIN invoices i ON i.merchant_id = m.id AND i.id = ${invoiceId}
-      LEFT JOIN invoice_dtes d ON d.invoice_id = i.id AND ${documents}
-      LEFT JOIN invoice_pdfs p ON p.invoice_id = i.id AND ${documents}
+      LEFT JOIN invoice_dtes d ON d.invoice_id = i.id AND ${read}
+      LEFT JOIN invoice_pdfs p ON p.invoice_id = i.id AND ${read}
      WHERE m.id = ${merchantId}`;
   if (!row) return null;
   const { provider_fields, dte_type, dte_folio, dte_ted, dte_envio_xml, dte_resolucion_numero, dte_resolucion_fecha, pdf_content, pdf_sha256, ...merchant } = row;

@@ -28,11 +28,12 @@ const IVA_PERCENT = 19;
 
 /** A taxed document (33, 39) states IVA at 19 %: an invoice at another rate would print a tax the SII never receives. */
 function assertIvaRate(invoice: InvoiceRow): void {
-  if (invoice.is_tax_exempt || new Decimal(invoice.tax_rate).eq(IVA_PERCENT)) return;
+  const rate = new Decimal(invoice.tax_rate);
+  if (invoice.is_tax_exempt || rate.eq(IVA_PERCENT)) return;
   throw AppError.validation(
-    [{ path: 'tax_rate', message: `must be ${IVA_PERCENT} on an invoice with a tax document: Chile's IVA is ${IVA_PERCENT} % (this invoice has ${new Decimal(invoice.tax_rate).toString()})` }],
+    [{ path: 'tax_rate', message: `must be ${IVA_PERCENT} on an invoice with a tax document: Chile's IVA is ${IVA_PERCENT} % (this invoice has ${rate.toString()})` }],
     422,
-    `The invoice's tax_rate is ${new Decimal(invoice.tax_rate).toString()} %; a factura or boleta states IVA at ${IVA_PERCENT} % (or is_tax_exempt for an exempt sale).`,
+    `The invoice's tax_rate is ${rate.toString()} %; a factura or boleta states IVA at ${IVA_PERCENT} % (or is_tax_exempt for an exempt sale).`,
   );
 }
 

@@ -2,6 +2,7 @@
 // box at the top right and the timbre, the TED as a PDF417 barcode, near the bottom. Their texts
 // are SII's and stay Spanish in a document of any language.
 import bwipjs from 'bwip-js';
+import { isBoletaType, type BoletaType } from '../dte/boleta.js';
 import type { Reference } from '../dte/document.js';
 import { formatDate } from '../format.js';
 import type { Locale } from '../invoices/schemas.js';
@@ -53,7 +54,7 @@ const TEXT_SIZE = 8;
 const TEXT_GAP = 5;
 
 /** A boleta (docs/decisions.md §20): the consumer's document, which may print on a receipt printer's roll. */
-export const isBoleta = (dte: PrintedDte): dte is PrintedDte & { type: 39 | 41 } => dte.type === 39 || dte.type === 41;
+export const isBoleta = (dte: PrintedDte): dte is PrintedDte & { type: BoletaType } => isBoletaType(dte.type);
 
 /** "FACTURA ELECTRÓNICA N.º 1042": the document as SII names it. */
 export function dteTitle(dte: PrintedDte): string {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Handlebars from 'handlebars';
 import type { AppContext } from '../http/context.js';
 import { clock } from '../clock.js';
+import { isBoletaType } from '../dte/boleta.js';
 import { toAppError } from '../http/envelope.js';
 import { invoiceUrls } from '../http/urls.js';
 import type { Locale } from '../invoices/schemas.js';
@@ -187,7 +188,7 @@ async function renderPage(ctx: AppContext, s: CheckoutRow, confirming = false): 
     returnHref: closed === 'completed' ? s.success_url : s.cancel_url,
     returnLabel: back.back,
     // A paid sale's boleta is the customer's tax document (docs/decisions.md §20): its PDF is linked here.
-    boletaHref: closed === 'completed' && (invoice.dte_type === 39 || invoice.dte_type === 41) ? `${publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token)}/pdf` : null,
+    boletaHref: closed === 'completed' && isBoletaType(invoice.dte_type) ? `${publicInvoiceUrl(ctx.config.publicBaseUrl, invoice.public_token)}/pdf` : null,
   });
 }
 

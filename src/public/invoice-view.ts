@@ -1,5 +1,6 @@
 import { amountDue } from '../checkout/invoice-session.js';
 import { formatRut } from '../clients/rut.js';
+import { isBoletaType } from '../dte/boleta.js';
 import { formatDate, formatMoment, formatMoney, formatQuantityFor } from '../format.js';
 import type { InvoiceWithItems } from '../invoices/queries.js';
 import type { ChargingMerchant } from '../checkout/credentials.js';
@@ -31,7 +32,7 @@ export interface PayForm {
  * contact it) when it cannot (docs/decisions.md §11).
  */
 export function invoiceView(invoice: InvoiceWithItems, merchant: ChargingMerchant, labels: PublicLabels, pdfUrl: string, payForm: PayForm) {
-  const L = invoice.dte_type === 39 || invoice.dte_type === 41 ? { ...labels, ...labels.boleta } : labels;
+  const L = isBoletaType(invoice.dte_type) ? { ...labels, ...labels.boleta } : labels;
   const locale = invoice.locale;
   const money = (amount: string) => formatMoney(amount, invoice.currency, locale);
   const due = amountDue(invoice);
